@@ -1,0 +1,1 @@
+"""accel-abstraction: a hardware-agnostic accelerator layer for PyTorch."""

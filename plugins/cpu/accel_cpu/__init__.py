@@ -1,0 +1,1 @@
+"""CPU backend for accel-abstraction (always available)."""

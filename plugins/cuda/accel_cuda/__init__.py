@@ -1,0 +1,1 @@
+"""NVIDIA CUDA backend for accel-abstraction."""

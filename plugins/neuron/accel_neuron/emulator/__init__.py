@@ -1,0 +1,1 @@
+"""Pure-Python emulation of the `neuron` device on the CPU (see README)."""
