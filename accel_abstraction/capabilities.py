@@ -1,0 +1,80 @@
+"""What a backend can do, declared explicitly (:class:`Capabilities`) and whether it can run here (:class:`Availability`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+__all__ = ["Availability", "Capabilities"]
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether a backend can run in this process, and if not, why and what to do.
+
+    ``reason`` is written for a user ("torch was built without CUDA support"), ``hint``
+    says how to fix it ("install a CUDA build of torch: ..."). ``traceback`` keeps the
+    formatted exception when availability was decided by an import or probe failing.
+    """
+
+    available: bool
+    reason: str = ""
+    hint: str = ""
+    traceback: str | None = None
+
+    @classmethod
+    def yes(cls) -> Availability:
+        return cls(True)
+
+    @classmethod
+    def no(cls, reason: str, hint: str = "", traceback: str | None = None) -> Availability:
+        return cls(False, reason, hint, traceback)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """Features a backend supports. Asking a backend for one it lacks raises ``CapabilityError``.
+
+    Boolean fields are the features the public API knows about; ``extras`` holds
+    backend-specific ones (for example ``{"mark_step": True}``), queried by name through
+    :meth:`supports` just like the built-in ones.
+    """
+
+    streams: bool = False
+    events: bool = False
+    memory_stats: bool = False
+    fp16: bool = False
+    bf16: bool = False
+    fp8: bool = False
+    graphs: bool = False
+    pinned_memory: bool = False
+    deterministic: bool = True
+    benchmark: bool = False
+    tf32: bool = False
+    distributed: bool = True
+    visible_devices: bool = False
+    compile_backend: str | None = "inductor"
+    extras: Mapping[str, bool] = field(default_factory=dict)
+
+    def supports(self, feature: str) -> bool:
+        """True if ``feature`` (a field name or an ``extras`` key) is supported."""
+        if feature in self.extras:
+            return bool(self.extras[feature])
+        names = {f.name for f in fields(self)} - {"extras", "compile_backend"}
+        if feature in names:
+            return bool(getattr(self, feature))
+        if feature == "compile":
+            return self.compile_backend is not None
+        return False
+
+    def known_features(self) -> list[str]:
+        """Every feature name :meth:`supports` understands."""
+        names = [f.name for f in fields(self) if f.name not in ("extras", "compile_backend")]
+        return names + ["compile"] + sorted(self.extras)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready mapping (used by ``accel info --json``)."""
+        data = asdict(self)
+        data["extras"] = dict(self.extras)
+        return data

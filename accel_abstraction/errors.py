@@ -1,0 +1,83 @@
+"""The exception hierarchy of accel-abstraction.
+
+Every error raised on purpose by the library derives from :class:`AccelError`, so a
+caller can catch one type. Messages say what was wrong, where the bad value came from
+(environment variable, file and line, keyword argument) and what to do about it. The
+``accel`` CLI prints ``str(error)`` on one line; ``--traceback`` shows the rest.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+__all__ = [
+    "AccelError",
+    "BackendUnavailableError",
+    "CapabilityError",
+    "ConfigError",
+    "DeviceIndexError",
+    "PluginError",
+    "UnknownBackendError",
+    "did_you_mean",
+]
+
+
+def did_you_mean(value: str, choices: Iterable[str]) -> str:
+    """Return ``" Did you mean 'x'?"`` for the closest of ``choices``, or ``""``."""
+    close = difflib.get_close_matches(value.lower(), [c.lower() for c in choices], n=1, cutoff=0.5)
+    return f" Did you mean '{close[0]}'?" if close else ""
+
+
+class AccelError(Exception):
+    """Base class of every error accel-abstraction raises on purpose."""
+
+
+class ConfigError(AccelError, ValueError):
+    """A configuration value is invalid. The message names its source and the accepted values."""
+
+
+class UnknownBackendError(ConfigError):
+    """A backend name matches no registered backend."""
+
+    def __init__(self, name: str, known: Iterable[str], source: str = "") -> None:
+        known = sorted(known)
+        where = f" (from {source})" if source else ""
+        super().__init__(
+            f"unknown backend {name!r}{where}; known backends: {', '.join(known) or 'none'}."
+            f"{did_you_mean(name, known)}"
+        )
+        self.name = name
+        self.known = known
+
+
+class BackendUnavailableError(AccelError):
+    """A backend was asked for by name but cannot run here. Carries the plugin's own reason."""
+
+    def __init__(self, name: str, reason: str, source: str = "", hint: str = "") -> None:
+        where = f" (asked for by {source})" if source else ""
+        msg = f"backend {name!r} is not available{where}: {reason}"
+        if hint:
+            msg += f". {hint}"
+        super().__init__(msg)
+        self.name = name
+        self.reason = reason
+
+
+class CapabilityError(AccelError, NotImplementedError):
+    """The selected backend does not support a feature. Never answered by a silent ``None``."""
+
+    def __init__(self, backend: str, feature: str, reason: str = "") -> None:
+        msg = f"backend {backend!r} does not support {feature}"
+        msg += f": {reason}" if reason else "; check accel.capabilities() before using it."
+        super().__init__(msg)
+        self.backend = backend
+        self.feature = feature
+
+
+class DeviceIndexError(AccelError, IndexError):
+    """A device index is negative or not below the backend's device count."""
+
+
+class PluginError(AccelError):
+    """A plugin failed to load or register, or two plugins claim the same backend name."""

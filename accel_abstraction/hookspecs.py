@@ -1,0 +1,111 @@
+"""Hook specifications: the whole contract between accel-abstraction and its plugins.
+
+A plugin is a module (or object) published under the entry-point group
+``accel_abstraction``; the built-in cpu, cuda and neuron backends are loaded exactly the
+same way. It implements any of the hooks below with functions decorated by
+:data:`hookimpl`::
+
+    from accel_abstraction import hookimpl, BackendSpec
+
+    @hookimpl
+    def accel_register_backends(register):
+        register(BackendSpec(name="mydev", factory=MyBackend, priority=50))
+
+Hooks are extension points, called a handful of times per process. They are never on a
+hot path: once a backend is selected, every ``accel.*`` call is a plain method call on
+the backend object.
+
+Arguments are passed by keyword; an implementation may accept any subset of them
+(pluggy semantics), so new arguments never break an existing plugin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .backend import Backend
+    from .registry import BackendSpec
+    from .settings import AccelSettings
+
+PROJECT_NAME = "accel_abstraction"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+# ---------------------------------------------------------------------------
+# Backends
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def accel_register_backends(register: Callable[[BackendSpec], None]) -> None:
+    """Offer backends by calling ``register(BackendSpec(...))`` once per backend.
+
+    Called once per process, the first time the list of backends is needed (first
+    ``accel.*`` call, ``accel.use()``, ``accel info``). Each plugin's implementation is
+    called separately: if it raises, that plugin is marked failed (its traceback is shown
+    by ``accel info``) and the other plugins' backends are still registered.
+
+    Registering a backend name (or alias) that another plugin already registered raises
+    :class:`~accel_abstraction.errors.PluginError` naming both distributions.
+
+    Keep this cheap: do not import heavy modules or touch a device here; do that in the
+    backend's factory or in ``Backend.activate()``.
+    """
+
+
+@hookspec
+def accel_backend_selected(backend: Backend, settings: AccelSettings) -> None:
+    """React to the selection of ``backend``.
+
+    Called once each time a backend becomes the selected one (at first use, on
+    ``accel.use(name)``, and on entering and leaving ``accel.using(name)``), after the
+    backend's own ``activate()`` ran. Typical uses: export environment variables a
+    runtime reads, install logging, record the choice. Exceptions propagate to the caller
+    of the selection.
+    """
+
+
+# ---------------------------------------------------------------------------
+# Diagnostics
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def accel_env_info(backend: Backend) -> list[tuple[str, str]] | None:
+    """Return ``(key, value)`` rows shown by ``accel info`` for the selected ``backend``.
+
+    Called once per ``accel info`` run with the selected backend (which may belong to
+    another plugin: return ``None`` if you have nothing to say about it). Rows from every
+    plugin are concatenated in plugin order. Must not raise for an unavailable device.
+    """
+
+
+# ---------------------------------------------------------------------------
+# Porting tools
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def accel_scan_rules(register: Callable[[Any], None]) -> None:
+    """Add coupling rules to ``accel scan`` by calling ``register(rule)``.
+
+    ``rule`` is an :class:`accel_abstraction.porting.rules.Rule`. Called once per scan
+    run, before any file is read. Rule codes must be unique and stable: they appear in
+    suppression comments and CI configurations.
+    """
+
+
+@hookspec
+def accel_redirects(backend: Backend, register: Callable[[Any], None]) -> None:
+    """Add runtime redirects used by ``accel run`` / ``accel.redirect_cuda()``.
+
+    Called when a redirect is installed, with the selected backend. ``register`` takes an
+    :class:`accel_abstraction.redirect.Redirect`. Backends use it to route CUDA-only APIs
+    that the generic redirect table cannot serve to their own implementation.
+    """

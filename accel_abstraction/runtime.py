@@ -1,0 +1,148 @@
+"""The selected backend of this process: chosen once, thread-safely, then bound into the public API.
+
+Selection happens on first use (or :func:`use`). The public functions of
+``accel_abstraction`` are then rebound to the backend's methods (or to the torch
+callables its ``hot_bindings()`` hands out), so every later ``accel.synchronize()`` costs
+one module attribute lookup and one call: no plugin-manager dispatch, no lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .backend import Backend
+from .plugins import get_host
+from .selection import Selection, select_backend
+from .settings import AccelSettings
+
+__all__ = ["BOUND_NAMES", "current", "selection", "use", "using"]
+
+#: Public functions of ``accel_abstraction`` that are rebound to the selected backend.
+BOUND_NAMES: tuple[str, ...] = (
+    "device_count", "current_device", "set_device", "device", "device_name",
+    "synchronize", "current_stream", "stream",
+    "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+    "reset_peak_memory_stats", "empty_cache", "memory_stats", "mem_get_info",
+    "manual_seed", "manual_seed_all", "seed", "initial_seed", "get_rng_state", "set_rng_state",
+    "get_rng_state_all", "set_rng_state_all", "fork_rng",
+    "autocast", "GradScaler", "is_bf16_supported", "is_fp16_supported", "supported_dtypes",
+    "set_deterministic", "set_benchmark", "set_allow_tf32",
+    "dist_backend", "visible_devices_env", "pin_memory", "pin_memory_device",
+    "capabilities", "is_available",
+)  # fmt: skip
+
+_lock = threading.RLock()
+_selection: Selection | None = None
+_settings: AccelSettings | None = None
+
+
+def _api_module() -> Any:
+    return sys.modules["accel_abstraction"]
+
+
+def _bind(backend: Backend | None) -> None:
+    """Point the public functions at ``backend`` (``None``: back to the lazy stubs)."""
+    api = _api_module()
+    stubs: dict[str, Callable[..., Any]] = api._STUBS
+    if backend is None:
+        for name, stub in stubs.items():
+            setattr(api, name, stub)
+        return
+    hot = dict(backend.hot_bindings())
+    for name in BOUND_NAMES:
+        setattr(api, name, hot.get(name) or getattr(backend, name))
+    device_type = backend.device_type
+    api.device_type = lambda: device_type
+    api.backend = lambda: backend
+
+
+def _activate(sel: Selection, settings: AccelSettings) -> None:
+    backend = sel.backend
+    backend.activate()
+    if settings.device_index is not None:
+        backend.set_device(settings.device_index)
+    get_host().pm.hook.accel_backend_selected(backend=backend, settings=settings)
+
+
+def use(name: str | None = None, **overrides: Any) -> Backend:
+    """Select a backend for the whole process and return it.
+
+    ``name`` (or ``backend=``) and any other setting given here take precedence over
+    ``ACCEL_*`` variables and ``[tool.accel]``. With no arguments, selects from the
+    configuration. Raises :class:`~accel_abstraction.errors.ConfigError`,
+    :class:`~accel_abstraction.errors.UnknownBackendError` or
+    :class:`~accel_abstraction.errors.BackendUnavailableError`.
+    """
+    global _selection, _settings
+    if name is not None:
+        overrides["backend"] = name
+    with _lock:
+        settings = AccelSettings.load(**overrides)
+        host = get_host()
+        sel = select_backend(host.registry, settings)
+        _activate(sel, settings)
+        _selection, _settings = sel, settings
+        _bind(sel.backend)
+        return sel.backend
+
+
+def current() -> Backend:
+    """The selected backend, selecting it from the configuration on first call."""
+    sel = _selection
+    if sel is None:
+        with _lock:
+            if _selection is None:
+                use()
+            sel = _selection
+    assert sel is not None
+    return sel.backend
+
+
+def selection() -> Selection:
+    """How the current backend was chosen (selecting it first if needed)."""
+    current()
+    assert _selection is not None
+    return _selection
+
+
+def settings() -> AccelSettings:
+    """The settings the current backend was selected with."""
+    current()
+    assert _settings is not None
+    return _settings
+
+
+@contextlib.contextmanager
+def using(name: str, **overrides: Any) -> Iterator[Backend]:
+    """Select backend ``name`` inside a ``with`` block; the previous selection is restored after.
+
+    Process-wide, not per-thread (a thread-local would put a lookup on every call): use
+    it in tests and scripts, not to run two backends concurrently in two threads.
+    """
+    global _selection, _settings
+    with _lock:
+        previous, previous_settings = _selection, _settings
+        backend = use(name, **overrides)
+    try:
+        yield backend
+    finally:
+        with _lock:
+            _selection, _settings = previous, previous_settings
+            if previous is None:
+                _bind(None)
+            else:
+                assert previous_settings is not None
+                _activate(previous, previous_settings)
+                _bind(previous.backend)
+
+
+def reset() -> None:
+    """Forget the selection; the next call selects again. For tests."""
+    global _selection, _settings
+    with _lock:
+        _selection = _settings = None
+        _bind(None)

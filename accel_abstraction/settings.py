@@ -1,0 +1,267 @@
+"""Configuration: which backend, and how, from keywords, ``ACCEL_*`` variables or ``[tool.accel]``.
+
+Sources, highest precedence first:
+
+1. keyword arguments (``accel.configure(backend="cpu")``, ``accel.use("cpu")``);
+2. environment variables with the section's prefix (``ACCEL_BACKEND=neuron``);
+3. the section's table in the nearest ``pyproject.toml`` (searching from the working
+   directory upwards): ``[tool.accel]``, ``[tool.accel.distributed]``, ...;
+4. the defaults declared on the model.
+
+:class:`ConfigSection` is the base of every section: the core's :class:`AccelSettings`
+and :class:`DistSettings`, and any plugin's own (the neuron plugin's
+``[tool.accel.neuron]`` / ``ACCEL_NEURON_*``). Loading goes through
+:meth:`ConfigSection.load`, which turns every validation failure into a
+:class:`~accel_abstraction.errors.ConfigError` naming the variable or the file and line
+the bad value came from, and the accepted values.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal, TypeVar
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    TomlConfigSettingsSource,
+    SettingsConfigDict,
+)
+
+from .errors import ConfigError, did_you_mean
+
+__all__ = ["AccelSettings", "ConfigSection", "DistSettings", "Provenance", "find_pyproject"]
+
+S = TypeVar("S", bound="ConfigSection")
+
+_AMP_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32", "float": "float32"}
+
+
+def find_pyproject(start: Path | None = None) -> Path | None:
+    """The nearest ``pyproject.toml`` from ``start`` (default: the working directory) upwards."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _key_line(path: Path, header: tuple[str, ...], key: str) -> int | None:
+    """Line number (1-based) of ``key = ...`` inside table ``[a.b.c]`` of a TOML file, if found."""
+    wanted = ".".join(header)
+    current = ""
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        line = raw.strip()
+        if line.startswith("[") and not line.startswith("[["):
+            current = line.strip("[] ").replace('"', "").replace("'", "")
+        elif current == wanted and line.split("=", 1)[0].strip().strip("\"'") == key:
+            return number
+    return None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where one setting's value came from, for messages and ``accel info``."""
+
+    kind: Literal["keyword", "env", "file", "default"]
+    detail: str
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+class ConfigSection(BaseSettings):
+    """Base of a configuration section. Subclasses set ``section`` and ``model_config``.
+
+    ``section`` is the sub-table name below ``[tool.accel]`` (``""`` for the root table);
+    use :func:`section_config` to build the matching ``model_config``.
+    """
+
+    section: ClassVar[str] = ""
+    _provenance: dict[str, Provenance]
+
+    @classmethod
+    def env_prefix(cls) -> str:
+        return str(cls.model_config.get("env_prefix", "ACCEL_"))
+
+    @classmethod
+    def table_header(cls) -> tuple[str, ...]:
+        return ("tool", "accel", cls.section) if cls.section else ("tool", "accel")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        path = _ACTIVE_FILE.get(cls)
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if path is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path, toml_table_header=cls.table_header()))
+        return tuple(sources)
+
+    @classmethod
+    def load(cls: type[S], pyproject: Path | None = None, **overrides: Any) -> S:
+        """Build the section from keywords, environment and the nearest ``pyproject.toml``.
+
+        ``pyproject`` names the file explicitly; by default :func:`find_pyproject` finds
+        it. Raises :class:`ConfigError` naming the source of any invalid value.
+        """
+        path = pyproject or find_pyproject()
+        table = _read_table(path, cls) if path is not None else {}
+        overrides = {k: v for k, v in overrides.items() if v is not None}
+        with _LOAD_LOCK:
+            _ACTIVE_FILE[cls] = path if table else None
+            try:
+                instance = cls(**overrides)
+            except ValidationError as exc:
+                raise _config_error(cls, exc, overrides, path) from None
+            finally:
+                _ACTIVE_FILE.pop(cls, None)
+        instance._provenance = {
+            name: _provenance_of(cls, name, overrides, table, path) for name in cls.model_fields
+        }
+        return instance
+
+    def source_of(self, field: str) -> Provenance:
+        """Where the value of ``field`` came from."""
+        prov = getattr(self, "_provenance", None) or {}
+        return prov.get(field, Provenance("default", "default"))
+
+
+# The file a load in progress reads; settings_customise_sources is a classmethod without
+# per-call arguments, so load() hands the path over here under a lock.
+_ACTIVE_FILE: dict[type[ConfigSection], Path | None] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def section_config(section: str, env_prefix: str) -> SettingsConfigDict:
+    """The ``model_config`` of a section named ``section`` read from ``env_prefix*`` variables."""
+    return SettingsConfigDict(
+        env_prefix=env_prefix,
+        extra="ignore",
+        validate_default=True,
+    )
+
+
+def _read_table(path: Path, cls: type[ConfigSection]) -> dict[str, Any]:
+    """The section's table from ``path``, after checking the file parses and the table is a table."""
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML ({exc}); fix the file or remove its [tool.accel] table") from None
+    node: Any = data
+    walked: list[str] = []
+    for key in cls.table_header():
+        walked.append(key)
+        if not isinstance(node, Mapping):
+            break
+        node = node.get(key, {})
+        if not isinstance(node, Mapping):
+            line = _key_line(path, tuple(walked[:-1]), key)
+            where = f"{path}:{line}" if line else str(path)
+            raise ConfigError(
+                f"{where}: [{'.'.join(walked)}] must be a table, not {type(node).__name__} {node!r}; "
+                f"write it as a [{'.'.join(walked)}] section with key = value lines"
+            )
+    table = dict(node)
+    known = set(cls.model_fields)
+    for key, value in table.items():
+        if key not in known and not isinstance(value, Mapping):
+            line = _key_line(path, cls.table_header(), key)
+            raise ConfigError(
+                f"{path}:{line or '?'}: unknown key {key!r} in [{'.'.join(cls.table_header())}]; "
+                f"known keys: {', '.join(sorted(known))}.{did_you_mean(key, known)}"
+            )
+    return table
+
+
+def _env_name(cls: type[ConfigSection], field: str) -> str:
+    return f"{cls.env_prefix()}{field}".upper()
+
+
+def _provenance_of(
+    cls: type[ConfigSection], field: str, overrides: Mapping[str, Any], table: Mapping[str, Any], path: Path | None
+) -> Provenance:
+    if field in overrides:
+        return Provenance("keyword", f"keyword argument {field}=")
+    env = _env_name(cls, field)
+    if env in os.environ:
+        return Provenance("env", f"environment variable {env}")
+    if field in table and path is not None:
+        line = _key_line(path, cls.table_header(), field)
+        return Provenance("file", f"{path}:{line or '?'} [{'.'.join(cls.table_header())}] {field}")
+    return Provenance("default", "default")
+
+
+def _config_error(
+    cls: type[ConfigSection], exc: ValidationError, overrides: Mapping[str, Any], path: Path | None
+) -> ConfigError:
+    table = _read_table(path, cls) if path is not None else {}
+    lines = []
+    for err in exc.errors():
+        field = str(err["loc"][0]) if err["loc"] else "?"
+        prov = _provenance_of(cls, field, overrides, table, path)
+        value = err.get("input")
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        lines.append(f"{prov}: invalid value {value!r} for {field!r}: {msg}")
+    return ConfigError("; ".join(lines))
+
+
+class AccelSettings(ConfigSection):
+    """The core's settings: ``[tool.accel]`` / ``ACCEL_*``."""
+
+    model_config = section_config("", "ACCEL_")
+    section: ClassVar[str] = ""
+
+    backend: str = Field(
+        "auto",
+        description="Backend name or alias; 'auto' picks the available backend with the highest priority.",
+    )
+    device_index: int | None = Field(None, ge=0, description="Device index made current at selection.")
+    amp_dtype: Literal["auto", "float16", "bfloat16", "float32"] = Field(
+        "auto", description="Autocast dtype; 'auto' takes the backend's preferred one."
+    )
+    fallback: str | None = Field(
+        None, description="Backend to use, with a warning, when the named backend is unavailable ('auto' allowed)."
+    )
+
+    @field_validator("backend", "fallback")
+    @classmethod
+    def _lower(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = value.strip().lower()
+        if not value:
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("amp_dtype", mode="before")
+    @classmethod
+    def _amp_alias(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip().lower().removeprefix("torch.")
+            return _AMP_ALIASES.get(value, value)
+        return value
+
+
+class DistSettings(ConfigSection):
+    """Distributed overrides: ``[tool.accel.distributed]`` / ``ACCEL_DIST_*``."""
+
+    model_config = section_config("distributed", "ACCEL_DIST_")
+    section: ClassVar[str] = "distributed"
+
+    backend: str | None = Field(None, description="Collective library; default: the selected backend's.")
+    init_method: str | None = Field(None, description="torch.distributed init_method; default 'env://'.")
+    timeout: float = Field(600.0, gt=0, description="Seconds before a collective or rendezvous fails.")

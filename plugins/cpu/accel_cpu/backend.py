@@ -1,0 +1,127 @@
+"""The CPU backend: always available, the reference every other backend is compared with."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+
+from accel_abstraction.backend import Backend, DeviceLike
+from accel_abstraction.capabilities import Availability, Capabilities
+from accel_abstraction.errors import CapabilityError
+
+__all__ = ["CpuBackend"]
+
+
+class CpuBackend(Backend):
+    """Runs on ``torch.device("cpu")``.
+
+    One device. No streams, events, pinned memory or allocator statistics: those raise
+    :class:`CapabilityError`. Autocast defaults to bfloat16 (PyTorch's CPU autocast
+    dtype), so ``GradScaler()`` is disabled unless ``amp_dtype="float16"`` is configured.
+    """
+
+    name = "cpu"
+    device_type = "cpu"
+    dist_backend_name = "gloo"
+
+    def availability(self) -> Availability:
+        return Availability.yes()
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            fp16=True,
+            bf16=True,
+            deterministic=True,
+            distributed=torch.distributed.is_available(),
+            compile_backend="inductor",
+        )
+
+    def hot_bindings(self) -> Mapping[str, Callable[..., Any]]:
+        # torch.cpu's own functions have the same signatures and meaning: bind them directly.
+        return {
+            "synchronize": torch.cpu.synchronize,
+            "device_count": torch.cpu.device_count,
+            "current_device": _current_device,
+            "manual_seed": torch.default_generator.manual_seed,
+        }
+
+    # identity ---------------------------------------------------------------
+
+    def device_count(self) -> int:
+        return 1
+
+    def current_device(self) -> int:
+        return 0
+
+    def set_device(self, device: DeviceLike) -> None:
+        self.index_of(device)  # validates; there is only one CPU device
+
+    def device_name(self, device: DeviceLike = None) -> str:
+        self.index_of(device)
+        return f"CPU ({os.cpu_count()} logical cores, {torch.get_num_threads()} torch threads)"
+
+    def synchronize(self, device: DeviceLike = None) -> None:
+        self.index_of(device)
+
+    # RNG: the CPU device *is* the default generator ---------------------------
+
+    def manual_seed(self, seed: int) -> None:
+        torch.default_generator.manual_seed(seed)
+
+    def manual_seed_all(self, seed: int) -> None:
+        torch.default_generator.manual_seed(seed)
+
+    def seed(self) -> int:
+        return int(torch.default_generator.seed())
+
+    def initial_seed(self) -> int:
+        return int(torch.default_generator.initial_seed())
+
+    def get_rng_state(self, device: DeviceLike = None) -> torch.Tensor:
+        self.index_of(device)
+        return torch.get_rng_state()
+
+    def set_rng_state(self, state: torch.Tensor, device: DeviceLike = None) -> None:
+        self.index_of(device)
+        torch.set_rng_state(state)
+
+    def fork_rng(
+        self, devices: Any = None, enabled: bool = True
+    ) -> contextlib.AbstractContextManager[None]:
+        return torch.random.fork_rng(devices=[], enabled=enabled)  # type: ignore[return-value]
+
+    # AMP --------------------------------------------------------------------
+
+    def preferred_amp_dtype(self) -> torch.dtype:
+        return torch.bfloat16
+
+    def supported_dtypes(self) -> list[torch.dtype]:
+        return [torch.float32, torch.bfloat16, torch.float16]
+
+    def is_bf16_supported(self) -> bool:
+        return True
+
+    # distributed -----------------------------------------------------------
+
+    def before_init_process_group(self, local_rank: int) -> None:
+        """Nothing to bind: every rank shares the host's CPU."""
+
+    # memory: no allocator statistics on the CPU --------------------------------
+
+    def empty_cache(self) -> None:
+        raise CapabilityError(self.name, "memory_stats", "the CPU allocator keeps no statistics")
+
+    def env_info(self) -> list[tuple[str, str]]:
+        return [
+            ("torch", torch.__version__),
+            ("torch threads", str(torch.get_num_threads())),
+            ("MKL-DNN", str(torch.backends.mkldnn.is_available())),
+        ]
+
+
+def _current_device() -> int:
+    return 0
