@@ -58,7 +58,7 @@ class BackendUnavailableError(AccelError):
         where = f" (asked for by {source})" if source else ""
         msg = f"backend {name!r} is not available{where}: {reason}"
         if hint:
-            msg += f". {hint}"
+            msg += f". To fix: {hint}"
         super().__init__(msg)
         self.name = name
         self.reason = reason

@@ -108,7 +108,7 @@ class PluginHost:
         record.traceback = traceback.format_exc()
         warnings.warn(
             f"accel-abstraction plugin {record.name!r} ({record.distribution or 'unknown distribution'}) "
-            f"was not loaded: {message}. Run `accel info` for the traceback.",
+            f"was not loaded: {message}. Run `accel info --tracebacks` for the traceback.",
             RuntimeWarning,
             stacklevel=4,
         )
