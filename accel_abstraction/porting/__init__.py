@@ -1,0 +1,32 @@
+"""Porting tools: ``accel scan`` finds CUDA coupling, ``accel port`` rewrites it.
+
+This package is the one place in accel-abstraction that knows about CUDA: its rules
+exist to find it.  Modules, one job each:
+
+- :mod:`.rules`: the :class:`Rule` type and the built-in rule table (codes, categories).
+- :mod:`.aliases`: import resolution (``import torch.cuda as tc``).
+- :mod:`.scanner`: the :mod:`ast` analysis of one file.
+- :mod:`.findings`: plain-data results.
+- :mod:`.codemod`: libcst rewriting of one file.
+- :mod:`.settings`: ``[tool.accel.scan]`` selection.
+- :mod:`.runner`: files, plugins, process pool, progress.
+- :mod:`.report`: text, JSON and SARIF output.
+- :mod:`.cli`: the ``scan`` and ``port`` subcommands.
+"""
+
+from .codemod import PortResult, port_source
+from .findings import FileResult, Finding, Fix
+from .rules import BUILTIN_RULES, CATEGORIES, Rule
+from .scanner import scan_source
+
+__all__ = [
+    "BUILTIN_RULES",
+    "CATEGORIES",
+    "FileResult",
+    "Finding",
+    "Fix",
+    "PortResult",
+    "Rule",
+    "port_source",
+    "scan_source",
+]

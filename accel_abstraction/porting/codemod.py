@@ -1,0 +1,288 @@
+"""Rewrite the portable sites a scan found, losslessly, with libcst.
+
+The scanner decides *what* to rewrite (each :class:`Finding` carries a :class:`Fix` with
+the span of the node); this module decides *how*.  Nodes are matched by their source
+span (libcst's ``PositionProvider`` and :mod:`ast` agree on spans, parentheses
+excluded), the transformer works bottom-up so nested sites compose in one pass, and
+``import accel_abstraction as accel`` is added once, after the leading imports.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from .findings import Finding, Fix
+from .scanner import scan_source
+
+ACCEL_IMPORT = "import accel_abstraction as accel\n"
+
+Span = tuple[int, int, int, int]
+
+
+@dataclass
+class PortResult:
+    """Outcome of porting one module's text."""
+
+    path: str
+    source: str
+    output: str
+    applied: list[Finding] = field(default_factory=list)
+    manual: list[Finding] = field(default_factory=list)  # found but not portable
+    error: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.output != self.source
+
+
+class _Unapplied(Exception):
+    """A fix whose node did not have the expected shape."""
+
+
+def _expr(text: str) -> cst.BaseExpression:
+    return cst.parse_expression(text)
+
+
+def _call(func: str, *values: cst.BaseExpression) -> cst.Call:
+    args = [cst.Arg(v, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for v in values[:-1]]
+    args += [cst.Arg(v) for v in values[-1:]]
+    return cst.Call(func=_expr(func), args=args)
+
+
+def _keep_parens(old: cst.BaseExpression, new: cst.BaseExpression) -> cst.BaseExpression:
+    if old.lpar and hasattr(new, "lpar"):
+        return new.with_changes(lpar=[*old.lpar, *new.lpar], rpar=[*new.rpar, *old.rpar])
+    return new
+
+
+def _without_trailing_comma(args: list[cst.Arg]) -> list[cst.Arg]:
+    if args and isinstance(args[-1].comma, cst.Comma):
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return args
+
+
+def _drop_arg(args: Sequence[cst.Arg], drop: int | str | None) -> list[cst.Arg]:
+    kept = list(args)
+    if drop is None:
+        return kept
+    if isinstance(drop, int):
+        positional = [i for i, a in enumerate(kept) if a.keyword is None and not a.star]
+        if drop >= len(positional):
+            raise _Unapplied
+        index = positional[drop]
+    else:
+        index = next((i for i, a in enumerate(kept) if a.keyword is not None and a.keyword.value == drop), -1)
+        if index < 0:
+            raise _Unapplied
+    was_last = index == len(kept) - 1
+    del kept[index]
+    return _without_trailing_comma(kept) if was_last else kept
+
+
+def _to_device(node: cst.BaseExpression) -> cst.BaseExpression:
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+        raise _Unapplied
+    args = list(node.args)
+    index_arg = None
+    for i, arg in enumerate(args):
+        if (arg.keyword is None and not arg.star and i == 0) or (arg.keyword is not None and arg.keyword.value == "device"):
+            index_arg = args.pop(i)
+            break
+    device = _call("accel.device", index_arg.value) if index_arg is not None else _expr("accel.device()")
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if args else cst.MaybeSentinel.DEFAULT
+    new_args = [cst.Arg(device, comma=comma), *args]
+    return node.with_changes(func=node.func.with_changes(attr=cst.Name("to")), args=new_args)
+
+
+def _is_cuda(node: cst.BaseExpression, paren: bool) -> cst.BaseExpression:
+    if not isinstance(node, cst.Attribute):
+        raise _Unapplied
+    left = cst.Attribute(value=cst.Attribute(value=node.value, attr=cst.Name("device")), attr=cst.Name("type"))
+    comparison = cst.Comparison(left=left, comparisons=[cst.ComparisonTarget(cst.Equal(), _expr("accel.device_type()"))])
+    if paren:
+        comparison = comparison.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return comparison
+
+
+def _device_from(kind: str, node: cst.BaseExpression) -> cst.BaseExpression:
+    inner: cst.BaseExpression | None = None
+    if kind == "device_from_fstring" and isinstance(node, cst.FormattedString):
+        parts = node.parts
+        if len(parts) == 2 and isinstance(parts[1], cst.FormattedStringExpression):
+            inner = parts[1].expression
+    elif kind == "device_from_concat" and isinstance(node, cst.BinaryOperation):
+        right = node.right
+        if isinstance(right, cst.Call) and len(right.args) == 1:
+            inner = right.args[0].value
+    elif kind == "device_from_format" and isinstance(node, cst.Call) and len(node.args) == 1:
+        inner = node.args[0].value
+    if inner is None:
+        raise _Unapplied
+    return _call("accel.device", inner)
+
+
+def _apply(fix: Fix, node: cst.CSTNode) -> cst.CSTNode:
+    kind = fix.kind
+    if kind == "assign_call":
+        if not isinstance(node, cst.Assign):
+            raise _Unapplied
+        return cst.Expr(_call(fix.text, node.value))
+    if not isinstance(node, cst.BaseExpression):
+        raise _Unapplied
+    new: cst.BaseExpression
+    if kind == "replace":
+        new = _expr(fix.text)
+    elif kind == "rename_call":
+        if not isinstance(node, cst.Call):
+            raise _Unapplied
+        new = node.with_changes(func=_expr(fix.text), args=_drop_arg(node.args, fix.drop))
+        return new
+    elif kind == "to_device":
+        return _to_device(node)
+    elif kind == "is_cuda":
+        new = _is_cuda(node, fix.text == "paren")
+    elif kind == "wrap_device":
+        new = _call("accel.device", node.with_changes(lpar=[], rpar=[]) if node.lpar else node)
+    elif kind.startswith("device_from_"):
+        new = _device_from(kind, node)
+    else:
+        raise _Unapplied
+    return _keep_parens(node, new)
+
+
+class _Rewriter(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, fixes: dict[Span, Fix]) -> None:
+        super().__init__()
+        self.fixes = fixes
+        self.applied: set[Span] = set()
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:  # type: ignore[override]
+        if not isinstance(original_node, (cst.BaseExpression, cst.Assign)):
+            return updated_node
+        pos = self.get_metadata(PositionProvider, original_node, None)
+        if pos is None:
+            return updated_node
+        span = (pos.start.line, pos.start.column, pos.end.line, pos.end.column)
+        fix = self.fixes.get(span)
+        if fix is None:
+            return updated_node
+        try:
+            new = _apply(fix, updated_node)
+        except _Unapplied:
+            return updated_node
+        self.applied.add(span)
+        return new
+
+
+def _has_accel_import(module: cst.Module) -> bool:
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Import):
+                    for alias in small.names:
+                        name = alias.evaluated_name
+                        asname = alias.evaluated_alias
+                        if name == "accel_abstraction" and asname == "accel":
+                            return True
+    return False
+
+
+def _is_import_line(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+    )
+
+
+def _is_docstring(stmt: cst.CSTNode) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def add_accel_import(module: cst.Module) -> cst.Module:
+    """Insert ``import accel_abstraction as accel`` after the docstring and leading imports."""
+    if _has_accel_import(module):
+        return module
+    body = list(module.body)
+    index = 0
+    if body and _is_docstring(body[0]):
+        index = 1
+    while index < len(body) and _is_import_line(body[index]):
+        index += 1
+    line = cst.parse_statement(ACCEL_IMPORT)
+    if index == 0 and body:
+        # keep the module's leading comment block above the new import
+        line = line.with_changes(leading_lines=module.header and [])
+    body.insert(index, line)
+    return module.with_changes(body=body)
+
+
+def _parses(text: str) -> str | None:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError) as exc:
+        return f"line {getattr(exc, 'lineno', '?')}: {getattr(exc, 'msg', exc)}"
+    return None
+
+
+def port_source(
+    source: str,
+    path: str = "<string>",
+    enabled: Callable[[str], bool] | None = None,
+    max_rounds: int = 3,
+) -> PortResult:
+    """Rewrite every portable site in ``source``; text without coupling comes back unchanged.
+
+    Never returns output that fails to parse: on any doubt ``error`` is set and ``output``
+    is the original text.
+    """
+    scanned = scan_source(source, path, enabled=enabled)
+    result = PortResult(path, source, source)
+    if scanned.error is not None:
+        result.error = scanned.error
+        return result
+    findings = scanned.findings
+    text = source
+    applied: list[Finding] = []
+    for _ in range(max_rounds):
+        todo = [f for f in findings if f.fix is not None]
+        if not todo:
+            break
+        try:
+            module = cst.parse_module(text)
+        except cst.ParserSyntaxError as exc:
+            result.error = f"{path}: libcst cannot parse: {exc.message} (line {exc.raw_line})"
+            return result
+        rewriter = _Rewriter({f.fix.span: f.fix for f in todo if f.fix is not None})
+        new_module = MetadataWrapper(module, unsafe_skip_copy=True).visit(rewriter)
+        done = [f for f in todo if f.fix is not None and f.fix.span in rewriter.applied]
+        if not done:
+            break
+        applied.extend(done)
+        new_module = add_accel_import(new_module)
+        text = new_module.code
+        problem = _parses(text)
+        if problem is not None:
+            result.error = f"{path}: rewrite produced invalid Python ({problem}); file left unchanged"
+            return result
+        again = scan_source(text, path, enabled=enabled, precheck=False)
+        findings = again.findings
+    result.output = text
+    result.applied = applied
+    result.manual = [f for f in findings if f.fix is None]
+    result.manual += [
+        Finding(f.path, f.line, f.col, f.end_line, f.end_col, f.code, f.category, f.message, "manual: automatic rewrite did not apply")
+        for f in findings
+        if f.fix is not None
+    ]
+    return result
