@@ -1,0 +1,48 @@
+"""Autograd-level kernels for composite ops whose decomposition depends on the device.
+
+Some CompositeImplicitAutograd ops choose their decomposition by device:
+``dropout`` takes the fused ``native_dropout`` on PrivateUse1 but
+``bernoulli_``/``div_``/``mul`` on the CPU, and ``scaled_dot_product_attention``
+takes the math path on PrivateUse1 but the CPU flash kernel on the CPU. To
+give bitwise CPU results, these are registered at AutogradPrivateUse1 with
+the decomposition the CPU would run (autograd then records the sub-ops).
+"""
+
+from __future__ import annotations
+
+import torch
+
+aten = torch.ops.aten
+
+
+def _dropout(input: torch.Tensor, p: float, train: bool) -> torch.Tensor:
+    # The CPU path of aten::dropout (not the fused kernel): noise.bernoulli_(1-p).div_(1-p) * input.
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not train or p == 0 or input.numel() == 0:
+        return input
+    if p == 1:
+        return input * torch.zeros((), dtype=input.dtype, device=input.device)
+    noise = torch.empty_like(input)
+    noise.bernoulli_(1 - p)
+    noise.div_(1 - p)
+    return input * noise
+
+
+def _dropout_(input: torch.Tensor, p: float, train: bool) -> torch.Tensor:
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not train or p == 0 or input.numel() == 0:
+        return input
+    if p == 1:
+        return input.mul_(torch.zeros((), dtype=input.dtype, device=input.device))
+    noise = torch.empty_like(input)
+    noise.bernoulli_(1 - p)
+    noise.div_(1 - p)
+    return input.mul_(noise)
+
+
+def register(lib: torch.library.Library) -> None:
+    """Register the CPU-shaped decompositions at AutogradPrivateUse1 in `lib` (an aten IMPL library)."""
+    lib.impl("dropout", _dropout, "AutogradPrivateUse1")
+    lib.impl("dropout_", _dropout_, "AutogradPrivateUse1")

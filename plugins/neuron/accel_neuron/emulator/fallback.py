@@ -1,0 +1,289 @@
+"""The PrivateUse1 kernel: run every aten op with the CPU kernel on zero-copy views.
+
+One generic kernel serves all ops. Per op it caches what it needs from the
+schema (:class:`OpInfo`): which arguments are written to, where a device or
+generator argument sits, whether the op is random, whether it may change the
+geometry of an argument. A call then
+
+1. checks devices like CUDA does (a CPU tensor meeting a neuron tensor is an
+   error, except 0-dim CPU tensors, CPU index tensors and copies),
+2. swaps neuron tensors for CPU views, ``device="neuron"`` for ``"cpu"`` and
+   an absent generator for the neuron generator,
+3. runs the op (below autograd, so the CPU kernel runs),
+4. returns written arguments as they were passed, and maps other CPU results
+   back to neuron tensors over the same memory (views stay views).
+
+The kernel is installed as the PrivateUse1 fallback and, explicitly, for ops
+with a CompositeExplicitAutograd kernel: those would otherwise win over a
+fallback and run their decomposition op by op (slower, and for random ops not
+what the CPU runs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from . import rng, storage
+
+_Tensor = torch.Tensor
+_device_cls = torch.device
+_cpu_view = storage.cpu_view
+_to_neuron = storage.to_neuron
+_CPU = torch.device("cpu")
+
+# Ops that legitimately mix CPU and neuron tensors.
+_COPY_OPS = frozenset(
+    {"aten::copy_", "aten::_to_copy", "aten::copy", "aten::_copy_from", "aten::_copy_from_and_resize",
+     "aten::lift_fresh_copy", "aten::set_"}
+)
+# Ops that change the storage or geometry of a written argument.
+_RESHAPING_OPS = frozenset({"aten::set_", "aten::resize_", "aten::_resize_output_", "aten::resize_as_"})
+
+
+class OpInfo:
+    """What the kernel needs to know about one op, read once from its schema."""
+
+    __slots__ = (
+        "name", "write_pos", "write_names", "ret_src", "device_pos", "device_name", "gen_pos",
+        "gen_name", "seeded", "index_pos", "check_devices", "resync", "has_out",
+    )
+
+    def __init__(self, op: torch._ops.OpOverload) -> None:
+        schema = op._schema
+        self.name = schema.name
+        write_pos: list[int] = []
+        write_names: list[str] = []
+        alias_of: dict[str, tuple[int, str]] = {}
+        self.device_pos = self.device_name = None
+        self.gen_pos = self.gen_name = None
+        self.index_pos: set[Any] = set()
+        self.has_out = False
+        for i, arg in enumerate(schema.arguments):
+            where = arg.name if arg.kwarg_only else i
+            t = str(arg.type)
+            a = arg.alias_info
+            if a is not None and a.is_write:
+                if arg.kwarg_only:
+                    self.has_out = True
+                write_pos.append(i if not arg.kwarg_only else -1)
+                write_names.append(arg.name)
+                for s in a.before_set:
+                    alias_of[s] = (i, arg.name)
+            if t in ("Optional[Device]", "Device"):
+                self.device_pos, self.device_name = where, arg.name
+            elif t == "Optional[Generator]":
+                self.gen_pos, self.gen_name = where, arg.name
+            elif t == "List[Optional[Tensor]]":
+                self.index_pos.add(where)
+        self.write_pos = write_pos
+        self.write_names = write_names
+        ret_src: list[tuple[int, str] | None] = []
+        for r in schema.returns:
+            a = r.alias_info
+            if a is not None and a.is_write:
+                src = None
+                for s in a.before_set:
+                    src = alias_of.get(s, src)
+                ret_src.append(src)
+            else:
+                ret_src.append(None)
+        self.ret_src = ret_src
+        tags = op.tags
+        self.seeded = torch.Tag.nondeterministic_seeded in tags and self.gen_name is None
+        self.check_devices = self.name not in _COPY_OPS
+        self.resync = bool(write_names) and (
+            torch.Tag.inplace_view in tags or self.has_out or self.name in _RESHAPING_OPS
+        )
+
+
+_infos: dict[Any, OpInfo] = {}
+
+
+def info_for(op: Any) -> OpInfo:
+    """The cached :class:`OpInfo` for `op`."""
+    info = _infos.get(op)
+    if info is None:
+        info = _infos[op] = OpInfo(op)
+    return info
+
+
+def device_mismatch(info: OpInfo, where: Any) -> RuntimeError:
+    """The error a CUDA kernel raises when a CPU tensor meets a device tensor."""
+    arg = where if isinstance(where, str) else f"argument #{where}"
+    return RuntimeError(
+        "Expected all tensors to be on the same device, but found at least two devices, neuron:0 and cpu! "
+        f"({arg} of {info.name} is on cpu; move it with .to('neuron') or keep it on the CPU)"
+    )
+
+
+def _convert(info: OpInfo, value: Any, where: Any, state: list) -> Any:
+    """Convert one argument; `state` = [saw_neuron, first offending cpu position]."""
+    if isinstance(value, _Tensor):
+        if value.is_cpu:
+            if state[1] is None and value.dim() != 0:
+                state[1] = where
+            return value
+        state[0] = True
+        return _cpu_view(value)
+    if isinstance(value, (list, tuple)) and value:
+        first = value[0]
+        if isinstance(first, _Tensor) or (first is None and where in info.index_pos):
+            out = []
+            index_arg = where in info.index_pos
+            for v in value:
+                if isinstance(v, _Tensor):
+                    if v.is_cpu:
+                        if not index_arg and state[1] is None and v.dim() != 0:
+                            state[1] = where
+                        out.append(v)
+                    else:
+                        state[0] = True
+                        out.append(_cpu_view(v))
+                else:
+                    out.append(v)
+            return out
+        return value
+    if isinstance(value, _device_cls) and value.type != "cpu":
+        return _CPU
+    return value
+
+
+def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
+    """Run `op` with the CPU kernel on CPU views of its neuron arguments."""
+    state = [False, None]
+    cargs = [_convert(info, a, i, state) for i, a in enumerate(args)]
+    ckwargs = {k: _convert(info, v, k, state) for k, v in kwargs.items()} if kwargs else {}
+    if state[1] is not None and state[0] and info.check_devices:
+        raise device_mismatch(info, state[1])
+
+    # Output device: an explicit device argument decides, else the neuron device.
+    to_cpu = False
+    if info.device_name is not None:
+        dev = kwargs.get(info.device_name) if isinstance(info.device_pos, str) else (
+            args[info.device_pos] if info.device_pos < len(args) else None)
+        if dev is not None:
+            to_cpu = torch.device(dev).type == "cpu"
+    if info.gen_name is not None:
+        pos = info.gen_pos
+        if isinstance(pos, str):
+            if ckwargs.get(pos) is None:
+                ckwargs[pos] = rng.generator
+        elif pos < len(cargs):
+            if cargs[pos] is None:
+                cargs[pos] = rng.generator
+        else:
+            ckwargs[info.gen_name] = rng.generator
+
+    if info.seeded:
+        with rng.swapped_in():
+            out = op(*cargs, **ckwargs)
+    elif info.has_out:
+        out = _run_out(op, info, args, kwargs, cargs, ckwargs)
+    else:
+        out = op(*cargs, **ckwargs)
+
+    if info.resync:
+        _resync(info, args, kwargs, cargs, ckwargs)
+    return _wrap(info, out, args, kwargs, to_cpu)
+
+
+def _arg(info: OpInfo, pos: int, name: str, args: tuple | list, kwargs: dict) -> Any:
+    if 0 <= pos < len(args):
+        return args[pos]
+    return kwargs.get(name)
+
+
+def _resync(info: OpInfo, args: tuple, kwargs: dict, cargs: list, ckwargs: dict) -> None:
+    """After an op that may re-point a written argument, make the neuron tensor follow its CPU view."""
+    for pos, name in zip(info.write_pos, info.write_names):
+        n = _arg(info, pos, name, args, kwargs)
+        c = _arg(info, pos, name, cargs, ckwargs)
+        if isinstance(n, _Tensor) and n is not c:
+            _follow(n, c)
+        elif isinstance(n, (list, tuple)):
+            for nn, cc in zip(n, c):
+                if isinstance(nn, _Tensor) and nn is not cc:
+                    _follow(nn, cc)
+
+
+def _follow(n: torch.Tensor, c: torch.Tensor) -> None:
+    cst = c.untyped_storage()
+    if (
+        cst.data_ptr() != n.untyped_storage().data_ptr()
+        or n.shape != c.shape
+        or n.stride() != c.stride()
+        or n.storage_offset() != c.storage_offset()
+    ):
+        storage.set_geometry(n, storage.neuron_storage_for(cst), c.storage_offset(), c.shape, c.stride())
+
+
+def _run_out(op: Any, info: OpInfo, args: tuple, kwargs: dict, cargs: list, ckwargs: dict) -> Any:
+    """Run an out= op; if an output must grow, run it into fresh CPU tensors and re-point the outputs."""
+    try:
+        return op(*cargs, **ckwargs)
+    except RuntimeError as e:
+        if "not resizable" not in str(e):
+            raise
+    for pos, name in zip(info.write_pos, info.write_names):
+        if pos >= 0:
+            continue  # only kwarg-only (out=) arguments are replaced
+        c = ckwargs.get(name)
+        if isinstance(c, _Tensor):
+            ckwargs[name] = torch.empty(0, dtype=c.dtype)
+        elif isinstance(c, (list, tuple)):
+            ckwargs[name] = [torch.empty(0, dtype=x.dtype) for x in c]
+    return op(*cargs, **ckwargs)
+
+
+def _wrap(info: OpInfo, out: Any, args: tuple, kwargs: dict, to_cpu: bool) -> Any:
+    if out is None:
+        return None
+    if isinstance(out, _Tensor):
+        src = info.ret_src[0] if info.ret_src else None
+        if src is not None:
+            return _arg(info, src[0], src[1], args, kwargs)
+        if to_cpu or not out.is_cpu:
+            return out
+        return _to_neuron(out)
+    if isinstance(out, (tuple, list)):
+        if len(info.ret_src) == 1 and isinstance(out, list):
+            # one Tensor[] return
+            src = info.ret_src[0]
+            if src is not None:
+                return _arg(info, src[0], src[1], args, kwargs)
+            if to_cpu:
+                return out
+            return [_to_neuron(x) if isinstance(x, _Tensor) and x.is_cpu else x for x in out]
+        res = []
+        for i, x in enumerate(out):
+            src = info.ret_src[i] if i < len(info.ret_src) else None
+            if src is not None:
+                res.append(_arg(info, src[0], src[1], args, kwargs))
+            elif isinstance(x, _Tensor) and x.is_cpu and not to_cpu:
+                res.append(_to_neuron(x))
+            elif isinstance(x, list):
+                res.append([_to_neuron(y) if isinstance(y, _Tensor) and y.is_cpu and not to_cpu else y for y in x])
+            else:
+                res.append(x)
+        return tuple(res) if isinstance(out, tuple) else res
+    return out
+
+
+def fallback_kernel(op: Any, *args: Any, **kwargs: Any) -> Any:
+    """The PrivateUse1 fallback: every op without its own neuron kernel lands here."""
+    info = _infos.get(op)
+    if info is None:
+        info = info_for(op)
+    return run(op, info, args, kwargs)
+
+
+def kernel_for(op: Any):
+    """An explicit PrivateUse1 kernel for `op` (same behaviour as the fallback)."""
+    info = info_for(op)
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        return run(op, info, args, kwargs)
+
+    return kernel

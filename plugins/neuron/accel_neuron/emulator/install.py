@@ -1,0 +1,56 @@
+"""`install()`: turn PrivateUse1 into the emulated `neuron` device, once per process."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import torch
+
+from .errors import EmulatorError
+
+log = logging.getLogger("accel_neuron.emulator")
+_lock = threading.Lock()
+_installed = False
+
+
+def is_installed() -> bool:
+    """Whether :func:`install` has run in this process."""
+    return _installed
+
+
+def _current_owner() -> str:
+    return torch._C._get_privateuse1_backend_name()
+
+
+def install() -> None:
+    """Install the CPU emulation of the `neuron` device in this process.
+
+    Idempotent. Irreversible for the process. Raises :class:`EmulatorError`
+    if another backend already owns PrivateUse1 under another name, or if a
+    `neuron` backend that is not this emulator (the real one) is loaded.
+    """
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        owner = _current_owner()
+        if owner not in ("privateuseone", "neuron"):
+            raise EmulatorError(
+                f"cannot emulate the neuron device: PrivateUse1 is already owned by the '{owner}' backend "
+                f"(torch.{owner}); a process can hold one PrivateUse1 backend. Run the emulator in a "
+                "process that does not load that backend."
+            )
+        if owner == "neuron" or hasattr(torch, "neuron"):
+            mod = getattr(torch, "neuron", None)
+            if not getattr(mod, "_is_emulated", False):
+                raise EmulatorError(
+                    "cannot emulate the neuron device: a real 'neuron' backend (torch_neuronx) already owns "
+                    "PrivateUse1 in this process; use it, or unset its autoloading "
+                    "(TORCH_DEVICE_BACKEND_AUTOLOAD=0) to run the emulator."
+                )
+        from . import registration
+
+        registration.register()
+        _installed = True
+    log.info("neuron device emulated on the CPU")

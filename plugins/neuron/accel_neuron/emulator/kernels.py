@@ -1,0 +1,77 @@
+"""Neuron kernels that cannot be the generic CPU-view kernel: storage re-pointing and resizing.
+
+``set_`` with a neuron storage and ``resize_`` change which memory a neuron
+tensor uses, which a CPU view cannot express; they run the CPU kernel on the
+neuron tensor itself (CPU redispatch), allocating through the emulator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from . import fallback, storage
+
+_CPU_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+_set_storage = torch.ops.aten.set_.source_Storage_storage_offset
+
+
+def _check_storage(self: torch.Tensor, source: Any) -> torch.UntypedStorage:
+    st = source.untyped_storage() if isinstance(source, torch.TypedStorage) else source
+    if st.device.type != "neuron":
+        raise RuntimeError(
+            f"Attempted to set the storage of a tensor on device neuron:0 to a storage on device {st.device}. "
+            "This is no longer allowed; the devices must match."
+        )
+    return st
+
+
+def set_source_storage(self: torch.Tensor, source: Any) -> torch.Tensor:
+    """``self.set_(storage)``: view the whole neuron storage as a 1-D tensor."""
+    st = _check_storage(self, source)
+    n = st.nbytes() // self.element_size()
+    _set_storage.redispatch(_CPU_KEYSET, self, st, 0, (n,), (1,))
+    return self
+
+
+def set_source_storage_offset(
+    self: torch.Tensor, source: Any, storage_offset: int, size: Any, stride: Any = ()
+) -> torch.Tensor:
+    """``self.set_(storage, offset, size, stride)`` on a neuron storage."""
+    st = _check_storage(self, source)
+    if not stride:
+        stride = torch.empty(size, device="meta").stride()
+    _set_storage.redispatch(_CPU_KEYSET, self, st, storage_offset, size, stride)
+    return self
+
+
+def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.Tensor:
+    """Resize a neuron tensor, moving it to a larger neuron storage (old bytes kept) when it must grow."""
+    c = storage.cpu_view(self)
+    try:
+        c.resize_(size, memory_format=memory_format)
+    except RuntimeError as e:
+        if "not resizable" not in str(e):
+            raise
+        need = torch.empty(size, dtype=self.dtype, device="meta").untyped_storage().nbytes()
+        need += self.storage_offset() * self.element_size()
+        old = storage.cpu_view(self).untyped_storage()
+        fresh = torch.UntypedStorage(max(need, old.nbytes()))
+        fresh[: old.nbytes()].copy_(old)
+        c = torch.empty(0, dtype=self.dtype).set_(fresh, self.storage_offset(), self.shape, self.stride())
+        c.resize_(size, memory_format=memory_format)
+    storage.set_geometry(self, storage.neuron_storage_for(c.untyped_storage()), c.storage_offset(), c.shape, c.stride())
+    return self
+
+
+def special_kernels() -> dict[str, Any]:
+    """The explicit kernels, by overload name."""
+    return {
+        "set_.source_Storage": set_source_storage,
+        "set_.source_Storage_storage_offset": set_source_storage_offset,
+        "resize_": resize_,
+    }
+
+
+__all__ = ["special_kernels", "fallback"]

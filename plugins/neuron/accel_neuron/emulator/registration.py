@@ -1,0 +1,105 @@
+"""Register the emulated device with PyTorch: name, device module, hooks, kernels.
+
+Everything here touches private PyTorch 2.13 interfaces; the emulator's test
+suite is the check that they still behave after a PyTorch upgrade.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
+
+from . import device_module, fallback, storage
+
+# Ops with a CompositeExplicitAutograd kernel that must keep decomposing on neuron:
+# their decomposition calls other neuron kernels that do the right thing.
+_KEEP_DECOMPOSITION = frozenset({"aten::resize_as_", "aten::resize_as_sparse_"})
+
+_libs: list[torch.library.Library] = []  # kept alive: dropping a Library unregisters its kernels
+
+
+class _Hooks(torch._C._acc.PrivateUse1Hooks):
+    """PrivateUse1 hooks: the emulated device is built and available."""
+
+    def is_available(self) -> bool:
+        return True
+
+    def has_primary_context(self, dev_id: int) -> bool:
+        return True
+
+    def is_built(self) -> bool:
+        return True
+
+
+class _Guard(torch._C._acc.DeviceGuard):
+    """Device guard: one device, index 0."""
+
+    def type_(self):
+        return torch._C._autograd.DeviceType.PrivateUse1
+
+
+def _composite_ops_without_kernel() -> list[str]:
+    """Names of ops whose CompositeExplicitAutograd kernel would beat the PrivateUse1 fallback."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    names = set(torch._C._dispatch_get_registrations_for_dispatch_key("CompositeExplicitAutograd"))
+    names |= set(torch._C._dispatch_get_registrations_for_dispatch_key("CompositeExplicitAutogradNonFunctional"))
+    out = []
+    for name in sorted(names):
+        if not name.startswith("aten::") or name.split(".")[0] in _KEEP_DECOMPOSITION:
+            continue
+        if has(name, "PrivateUse1"):
+            continue
+        try:
+            schema = _overload(name)._schema
+        except AttributeError:
+            continue
+        if schema.returns and all(r.alias_info is not None for r in schema.returns):
+            # Views and in-place ops on metadata (detach, alias, permute, t_, ...): their C++
+            # composite kernels only make new TensorImpls over the same storage, which is right
+            # for neuron tensors too, and keeps Python objects out of nn.Parameter/as_subclass.
+            if not any(r.alias_info.is_write for r in schema.returns):
+                continue
+        out.append(name)
+    return out
+
+
+def _overload(qualname: str):
+    ns_name, _, overload = qualname.partition(".")
+    name = ns_name.split("::", 1)[1]
+    packet = getattr(torch.ops.aten, name)
+    return getattr(packet, overload or "default")
+
+
+def register() -> None:
+    """Rename PrivateUse1 to `neuron` and install the device module, hooks and kernels."""
+    _setup_privateuseone_for_python_backend(
+        "neuron", backend_module=device_module, hook=_Hooks(), device_guard=_Guard()
+    )
+    storage.bind_device()
+
+    lib = torch.library.Library("_", "IMPL")
+    lib.fallback(fallback.fallback_kernel, "PrivateUse1")
+    _libs.append(lib)
+
+    aten = torch.library.Library("aten", "IMPL")
+    _libs.append(aten)
+    from . import kernels
+
+    special = kernels.special_kernels()
+    for name, fn in special.items():
+        aten.impl(name, fn, "PrivateUse1")
+    for qualname in _composite_ops_without_kernel():
+        short = qualname.split("::", 1)[1]
+        if short in special:
+            continue
+        try:
+            op = _overload(qualname)
+        except AttributeError:
+            continue
+        aten.impl(short, fallback.kernel_for(op), "PrivateUse1")
+
+    from . import autocast_policy, composite_overrides, limits
+
+    composite_overrides.register(aten)
+    _libs.extend(autocast_policy.register())
+    limits.patch()

@@ -1,0 +1,126 @@
+"""Neuron storages backed by CPU memory, and the tensors that view them.
+
+A neuron tensor here is a real PrivateUse1 tensor whose storage points at CPU
+memory. The CPU memory is owned by a CPU storage kept alive as an attribute of
+the neuron storage's Python object (PyTorch preserves that object for as long
+as the C++ storage lives, across views, ``detach`` and ``nn.Parameter``).
+
+Kernels never touch the neuron tensor's data directly: they get a zero-copy
+CPU view (:func:`cpu_view`) over a *non-resizable* CPU storage aliasing the
+same memory, so a CPU kernel can never reallocate memory under a neuron
+storage. CPU results are mapped back with :func:`to_neuron`: memory that
+already belongs to a neuron storage (views, in-place results) is re-viewed
+from that storage; new memory gets a new neuron storage.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+
+from . import memory
+
+_construct_storage = torch._C._construct_storage_from_data_pointer
+_create_empty = torch._C._acc.create_empty_tensor
+_set_storage = torch.ops.aten.set_.source_Storage_storage_offset
+_CPU_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+_CPU = torch.device("cpu")
+
+_NEURON: list[torch.device] = []  # filled by install(), once PrivateUse1 is named "neuron"
+
+# data pointer of a CPU allocation -> weak reference to the neuron storage over it
+_by_ptr: dict[int, weakref.ref] = {}
+
+
+def bind_device() -> None:
+    """Remember the `neuron:0` device object (call after PrivateUse1 has been renamed)."""
+    if not _NEURON:
+        _NEURON.append(torch.device("neuron", 0))
+
+
+def _device() -> torch.device:
+    return _NEURON[0]
+
+
+def _forget(ptr: int, ref: weakref.ref) -> None:
+    if _by_ptr.get(ptr) is ref:
+        del _by_ptr[ptr]
+
+
+def neuron_storage_for(cpu_storage: torch.UntypedStorage) -> torch.UntypedStorage:
+    """Return the neuron storage over the memory of `cpu_storage`, creating it if needed."""
+    ptr = cpu_storage.data_ptr()
+    nbytes = cpu_storage.nbytes()
+    ref = _by_ptr.get(ptr)
+    if ref is not None:
+        existing = ref()
+        if existing is not None and existing.nbytes() >= nbytes:
+            return existing
+    owner = getattr(cpu_storage, "_emu_owner", cpu_storage)
+    st = _construct_storage(ptr, _device(), nbytes)
+    # A non-resizable CPU alias of the same memory, handed to CPU kernels.
+    alias = _construct_storage(ptr, _CPU, nbytes)
+    alias._emu_owner = owner
+    st._emu_cpu = alias
+    if ptr:
+        ref = weakref.ref(st, lambda r, p=ptr: _forget(p, r))
+        _by_ptr[ptr] = ref
+    memory.track(st, nbytes)
+    return st
+
+
+def new_storage(nbytes: int) -> torch.UntypedStorage:
+    """Allocate a fresh neuron storage of `nbytes` bytes (zero-filled is not promised)."""
+    return neuron_storage_for(torch.UntypedStorage(nbytes))
+
+
+def empty_neuron(dtype: torch.dtype) -> torch.Tensor:
+    """A neuron tensor of `dtype` with an empty placeholder storage, to be `set_` later."""
+    return _create_empty((0,), dtype)
+
+
+def set_geometry(t: torch.Tensor, st: torch.UntypedStorage, offset: int, size, stride) -> torch.Tensor:
+    """Point neuron tensor `t` at neuron storage `st` with the given geometry (CPU redispatch of set_)."""
+    _set_storage.redispatch(_CPU_KEYSET, t, st, offset, size, stride)
+    return t
+
+
+def make_tensor(st: torch.UntypedStorage, dtype: torch.dtype, offset: int, size, stride) -> torch.Tensor:
+    """A new neuron tensor viewing neuron storage `st`."""
+    t = _create_empty((0,), dtype)
+    _set_storage.redispatch(_CPU_KEYSET, t, st, offset, size, stride)
+    return t
+
+
+def to_neuron(c: torch.Tensor) -> torch.Tensor:
+    """Map a CPU result tensor to a neuron tensor over the same memory (zero-copy)."""
+    st = neuron_storage_for(c.untyped_storage())
+    t = _create_empty((0,), c.dtype)
+    _set_storage.redispatch(_CPU_KEYSET, t, st, c.storage_offset(), c.shape, c.stride())
+    return t
+
+
+def cpu_view(t: torch.Tensor) -> torch.Tensor:
+    """A zero-copy CPU tensor over the memory of neuron tensor `t`, same geometry and dtype."""
+    st = t.untyped_storage()
+    try:
+        alias = st._emu_cpu
+    except AttributeError:
+        alias = _adopt(st)
+    c = torch.empty(0, dtype=t.dtype)
+    return c.set_(alias, t.storage_offset(), t.shape, t.stride())
+
+
+def _adopt(st: torch.UntypedStorage) -> torch.UntypedStorage:
+    """CPU alias for a neuron storage that the emulator did not create (only empty placeholders)."""
+    if st.nbytes() == 0:
+        alias = torch.UntypedStorage(0)
+        st._emu_cpu = alias
+        return alias
+    from .errors import EmulatorError
+
+    raise EmulatorError(
+        "found a neuron storage with no CPU memory behind it; it was not created by the neuron "
+        "emulator (a C++ extension or an unsupported constructor made it)"
+    )
