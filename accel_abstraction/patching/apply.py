@@ -1,0 +1,248 @@
+"""Check, apply and revert a patch series against a torch installation.
+
+Two ways to apply:
+
+* **overlay** (default): the patched copies of only the touched modules are written to a
+  target directory (``<target>/torch/amp/grad_scaler.py``, ...). The installed torch is
+  not modified; :mod:`.overlay` serves these files when torch imports them.
+* **in place** (``in_place=True``): the installed files are overwritten, after the
+  originals are copied to ``<target>/backup/``.
+
+Either way ``<target>/manifest.json`` records what was done (torch version, patches,
+SHA-256 of every stock and patched file), which :func:`revert` and overlay activation
+rely on. A directory without that manifest is never deleted or overwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import HunkMismatchError, PatchError, TorchVersionMismatchError
+from .series import Patch, Series, base_version, torch_version_at
+from .unidiff import apply_file_diff
+
+__all__ = [
+    "MANIFEST",
+    "PatchStatus",
+    "apply_in_place",
+    "check_series",
+    "default_target",
+    "patched_texts",
+    "read_manifest",
+    "revert",
+    "sha256",
+    "write_overlay",
+]
+
+MANIFEST = "manifest.json"
+_FORMAT = 1
+
+
+def sha256(data: bytes) -> str:
+    """Hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def default_target(torch_version: str, cwd: Path | None = None) -> Path:
+    """``<cwd>/.accel-overlay/torch-<version>``: where overlays and in-place state go by default."""
+    return (cwd or Path.cwd()) / ".accel-overlay" / f"torch-{base_version(torch_version)}"
+
+
+def _check_version(series: Series, torch_root: Path) -> str:
+    installed = torch_version_at(torch_root)
+    if base_version(installed) != series.torch_version:
+        raise TorchVersionMismatchError(
+            installed, series.torch_version, f"the patch series {series.directory}"
+        )
+    return installed
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise PatchError(f"cannot read {path}: {exc.strerror}") from None
+
+
+@dataclass(frozen=True)
+class PatchStatus:
+    """Result of checking one patch: ``state`` is ``"applies"``, ``"applied"`` or ``"fails"``."""
+
+    patch: Patch
+    state: str
+    detail: str = ""
+
+
+def check_series(series: Series, torch_root: Path) -> list[PatchStatus]:
+    """Dry-run every patch, in order, on the files under ``torch_root``; nothing is written.
+
+    A patch that does not apply forward but applies in reverse is reported ``"applied"``
+    (an in-place install). Raises :class:`TorchVersionMismatchError` on a version mismatch.
+    """
+    _check_version(series, torch_root)
+    texts: dict[str, str] = {}
+    results = []
+    for patch in series.patches:
+        staged = dict(texts)
+        try:
+            for diff in patch.diffs:
+                current = staged.get(diff.path)
+                if current is None:
+                    current = _read(torch_root / diff.path)
+                staged[diff.path] = apply_file_diff(current, diff, source=patch.name)
+        except HunkMismatchError as exc:
+            if _applies_in_reverse(patch, torch_root, texts):
+                results.append(PatchStatus(patch, "applied", "already applied to these files"))
+            else:
+                results.append(PatchStatus(patch, "fails", str(exc)))
+            continue
+        texts = staged
+        results.append(PatchStatus(patch, "applies"))
+    return results
+
+
+def _applies_in_reverse(patch: Patch, torch_root: Path, texts: dict[str, str]) -> bool:
+    try:
+        for diff in patch.diffs:
+            current = texts.get(diff.path)
+            apply_file_diff(
+                current if current is not None else _read(torch_root / diff.path), diff, reverse=True
+            )
+    except HunkMismatchError:
+        return False
+    return True
+
+
+def patched_texts(series: Series, torch_root: Path) -> dict[str, tuple[str, str]]:
+    """``{relative path: (stock text, patched text)}`` for every file the series touches.
+
+    Raises :class:`PatchError` naming the first patch and hunk that does not apply.
+    """
+    _check_version(series, torch_root)
+    stock: dict[str, str] = {}
+    patched: dict[str, str] = {}
+    for patch in series.patches:
+        for diff in patch.diffs:
+            if diff.path not in stock:
+                stock[diff.path] = patched[diff.path] = _read(torch_root / diff.path)
+            try:
+                patched[diff.path] = apply_file_diff(patched[diff.path], diff, source=patch.name)
+            except HunkMismatchError as exc:
+                raise PatchError(
+                    f"{exc} (under {torch_root}); run 'accel patches check' for details"
+                ) from None
+    return {path: (stock[path], patched[path]) for path in stock}
+
+
+def read_manifest(target: Path) -> dict[str, Any]:
+    """The manifest of an overlay or in-place state directory; :class:`PatchError` if there is none."""
+    path = target / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PatchError(f"{target} holds no {MANIFEST}: not made by 'accel patches apply'") from None
+    except (OSError, ValueError) as exc:
+        raise PatchError(f"cannot read {path}: {exc}") from None
+    if manifest.get("format") != _FORMAT:
+        raise PatchError(f"{path} has format {manifest.get('format')!r}, this tool reads {_FORMAT}")
+    return manifest
+
+
+def _prepare_target(target: Path) -> None:
+    """Make ``target`` empty and ours: remove a previous overlay, refuse anything else."""
+    if target.exists():
+        if (target / MANIFEST).is_file():
+            manifest = read_manifest(target)
+            if manifest["mode"] == "in-place":
+                raise PatchError(
+                    f"the patches are applied in place to {manifest['torch_root']} (state in {target}); "
+                    "run 'accel patches revert' first"
+                )
+            shutil.rmtree(target)
+        elif any(target.iterdir()):
+            raise PatchError(
+                f"{target} exists, is not empty and holds no {MANIFEST}; choose another --target"
+            )
+    target.mkdir(parents=True, exist_ok=True)
+
+
+def _manifest(
+    series: Series, torch_root: Path, mode: str, texts: dict[str, tuple[str, str]]
+) -> dict[str, Any]:
+    return {
+        "format": _FORMAT,
+        "mode": mode,
+        "torch_version": torch_version_at(torch_root),
+        "series": series.torch_version,
+        "patches": [p.name for p in series.patches],
+        "torch_root": str(torch_root.resolve()),
+        "files": {
+            path: {"stock_sha256": sha256(old.encode()), "patched_sha256": sha256(new.encode())}
+            for path, (old, new) in texts.items()
+        },
+    }
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".accel-tmp")
+    tmp.write_bytes(text.encode("utf-8"))
+    os.replace(tmp, path)
+
+
+def write_overlay(series: Series, torch_root: Path, target: Path) -> dict[str, Any]:
+    """Write the patched copies of the touched modules under ``target``; return the manifest.
+
+    ``target`` must be absent, empty, or a previous overlay (which is replaced).
+    """
+    texts = patched_texts(series, torch_root)
+    _prepare_target(target)
+    for path, (_, new) in texts.items():
+        _write(target / path, new)
+    manifest = _manifest(series, torch_root, "overlay", texts)
+    (target / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+def apply_in_place(series: Series, torch_root: Path, target: Path) -> dict[str, Any]:
+    """Patch the files under ``torch_root`` themselves, backing the originals up in ``target/backup``."""
+    texts = patched_texts(series, torch_root)
+    _prepare_target(target)
+    for path, (old, _) in texts.items():
+        _write(target / "backup" / path, old)
+    manifest = _manifest(series, torch_root, "in-place", texts)
+    (target / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    for path, (_, new) in texts.items():
+        _write(torch_root / path, new)
+    return manifest
+
+
+def revert(target: Path) -> dict[str, Any]:
+    """Undo :func:`write_overlay` (delete it) or :func:`apply_in_place` (restore the backup).
+
+    In place, a file that changed since it was patched (e.g. torch reinstalled) is not
+    overwritten: :class:`PatchError` lists such files and nothing is restored.
+    """
+    manifest = read_manifest(target)
+    if manifest["mode"] == "in-place":
+        root = Path(manifest["torch_root"])
+        changed = []
+        for path, hashes in manifest["files"].items():
+            current = sha256(_read(root / path).encode())
+            if current not in (hashes["patched_sha256"], hashes["stock_sha256"]):
+                changed.append(path)
+        if changed:
+            raise PatchError(
+                f"not reverting: {', '.join(changed)} under {root} changed since the patches were applied; "
+                f"the originals are in {target / 'backup'}"
+            )
+        for path in manifest["files"]:
+            _write(root / path, _read(target / "backup" / path))
+    shutil.rmtree(target)
+    return manifest

@@ -1,0 +1,148 @@
+"""``accel patches list | check | apply | revert``: the torch patch series from the command line.
+
+* ``list``: the patches for the installed torch, with the files each changes.
+* ``check``: the installed torch has a series, and every patch applies (dry run).
+* ``apply``: write the overlay (patched copies of the touched modules) to ``--target``
+  (default ``./.accel-overlay/torch-<version>``); ``--in-place`` patches the installed
+  torch instead, keeping the originals in ``--target``.
+* ``revert``: delete the overlay, or restore the originals of an in-place install.
+
+``--torch-root DIR`` points at another directory holding a ``torch`` package (default:
+the one Python would import); ``--patches-dir`` at another ``patches`` directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .apply import apply_in_place, check_series, default_target, revert, write_overlay
+from .series import Series, default_patches_dir, installed_torch_root, load_series, torch_version_at
+
+__all__ = ["add_parser", "main"]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``patches`` subcommand to the ``accel`` CLI."""
+    parser = subparsers.add_parser(
+        "patches",
+        help="list, check, apply or revert the patches that remove CUDA hard-coding from torch",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+    )
+    _configure(parser)
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="patches_command", metavar="ACTION")
+    actions.required = True
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--torch-root", type=Path, metavar="DIR", help="directory containing the torch package"
+    )
+    common.add_argument("--patches-dir", type=Path, metavar="DIR", help="the 'patches' directory to read")
+    target = argparse.ArgumentParser(add_help=False)
+    target.add_argument(
+        "--target",
+        type=Path,
+        metavar="DIR",
+        help="overlay / state directory (default ./.accel-overlay/torch-VERSION)",
+    )
+    actions.add_parser(
+        "list", parents=[common], help="list the patches for the installed torch"
+    ).set_defaults(func=_list)
+    actions.add_parser(
+        "check", parents=[common], help="check that every patch applies (dry run)"
+    ).set_defaults(func=_check)
+    apply = actions.add_parser("apply", parents=[common, target], help="write the patched overlay")
+    apply.add_argument(
+        "--in-place",
+        action="store_true",
+        help="patch the installed torch itself (originals backed up in --target)",
+    )
+    apply.set_defaults(func=_apply)
+    actions.add_parser(
+        "revert", parents=[common, target], help="remove the overlay or restore the originals"
+    ).set_defaults(func=_revert)
+
+
+def _load(args: argparse.Namespace) -> tuple[Path, Series]:
+    root = args.torch_root or installed_torch_root()
+    return root, load_series(torch_version_at(root), args.patches_dir or default_patches_dir())
+
+
+def _target(args: argparse.Namespace, root: Path) -> Path:
+    return args.target or default_target(torch_version_at(root))
+
+
+def _list(args: argparse.Namespace) -> int:
+    root, series = _load(args)
+    print(f"torch {torch_version_at(root)} at {root}: {len(series.patches)} patches in {series.directory}")
+    for patch in series.patches:
+        print(f"  {patch.name}")
+        print(f"      {patch.subject}")
+        print(f"      files: {', '.join(patch.files)}")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    root, series = _load(args)
+    results = check_series(series, root)
+    for result in results:
+        line = f"{result.state:8} {result.patch.name}"
+        print(line + (f"\n         {result.detail}" if result.state == "fails" else ""))
+    failed = sum(r.state == "fails" for r in results)
+    applied = sum(r.state == "applied" for r in results)
+    print(
+        f"torch {torch_version_at(root)} at {root}: {len(results) - failed - applied} apply, "
+        f"{applied} already applied, {failed} fail"
+    )
+    return 1 if failed else 0
+
+
+def _apply(args: argparse.Namespace) -> int:
+    root, series = _load(args)
+    target = _target(args, root)
+    if args.in_place:
+        manifest = apply_in_place(series, root, target)
+        print(
+            f"patched {len(manifest['files'])} files of torch under {root} in place; originals in {target}/backup"
+        )
+        print(f"undo with: accel patches revert --target {target}")
+    else:
+        manifest = write_overlay(series, root, target)
+        print(
+            f"wrote the overlay ({len(manifest['files'])} patched modules, {len(series.patches)} patches) to {target}"
+        )
+        print(f"run with it: python -m accel_abstraction.patching.run --overlay {target} script.py")
+    return 0
+
+
+def _revert(args: argparse.Namespace) -> int:
+    root = args.torch_root or installed_torch_root()
+    target = _target(args, root)
+    manifest = revert(target)
+    if manifest["mode"] == "in-place":
+        print(
+            f"restored {len(manifest['files'])} original files under {manifest['torch_root']}; removed {target}"
+        )
+    else:
+        print(f"removed the overlay {target}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Standalone entry point (``python -m accel_abstraction.patching``), same errors as ``accel``."""
+    import sys
+
+    from ..errors import AccelError
+
+    parser = argparse.ArgumentParser(
+        prog="accel patches", description=__doc__.split("\n\n")[0] if __doc__ else None
+    )
+    _configure(parser)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except AccelError as exc:
+        print(f"accel: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2

@@ -1,0 +1,55 @@
+"""Run a script or module with a torch overlay active.
+
+::
+
+    python -m accel_abstraction.patching.run [--overlay DIR] script.py [args...]
+    python -m accel_abstraction.patching.run [--overlay DIR] -m package.module [args...]
+
+The overlay (default ``$ACCEL_TORCH_OVERLAY``, else ``./.accel-overlay/torch-<version>``)
+is activated before the script runs, so before it imports torch. The script sees
+``sys.argv`` as if it had been started directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+from collections.abc import Sequence
+
+from .errors import PatchError
+from .overlay import activate
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv``, activate the overlay and run the target; return an exit code."""
+    parser = argparse.ArgumentParser(
+        prog="python -m accel_abstraction.patching.run",
+        description="Run a Python script or module with the patched-torch overlay active.",
+    )
+    parser.add_argument("--overlay", metavar="DIR", help="overlay directory (default: see module docs)")
+    parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module, like python -m")
+    parser.add_argument("target", nargs=argparse.REMAINDER, help="script path and its arguments")
+    args = parser.parse_args(argv)
+    if args.module is None and not args.target:
+        parser.error("give a script path or -m MODULE")
+    try:
+        activate(args.overlay)
+    except PatchError as exc:
+        print(f"accel-overlay: error: {exc}", file=sys.stderr)
+        return 2
+    if args.module is not None:
+        sys.argv = [args.module, *args.target]
+        runpy.run_module(args.module, run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = list(args.target)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(args.target[0])))
+        runpy.run_path(args.target[0], run_name="__main__")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

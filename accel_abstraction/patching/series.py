@@ -1,0 +1,152 @@
+"""Find and read a patch series: ``patches/pytorch/<torch version>/series`` and its patches.
+
+Nothing here imports torch: the version and location of the installed torch are read
+from its files, so the tooling can run (and an overlay can be activated) before torch
+is imported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from dataclasses import dataclass
+from email.header import decode_header, make_header
+from pathlib import Path
+
+from .errors import PatchError, TorchVersionMismatchError
+from .unidiff import FileDiff, parse_diff
+
+__all__ = [
+    "PATCHES_DIR_ENV",
+    "Patch",
+    "Series",
+    "base_version",
+    "default_patches_dir",
+    "installed_torch_root",
+    "load_series",
+    "torch_version_at",
+]
+
+#: Environment variable naming the ``patches`` directory (the one holding ``pytorch/``).
+PATCHES_DIR_ENV = "ACCEL_PATCHES_DIR"
+
+_VERSION_RE = re.compile(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One patch file of a series."""
+
+    name: str
+    path: Path
+    subject: str
+    diffs: tuple[FileDiff, ...]
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """Paths it changes, relative to the directory that contains ``torch/``."""
+        return tuple(d.path for d in self.diffs)
+
+
+@dataclass(frozen=True)
+class Series:
+    """The ordered patches for one torch version."""
+
+    torch_version: str
+    directory: Path
+    patches: tuple[Patch, ...]
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """Every path the series changes, in first-touched order, without repeats."""
+        return tuple(dict.fromkeys(f for p in self.patches for f in p.files))
+
+
+def base_version(version: str) -> str:
+    """``"2.13.0+cpu"`` -> ``"2.13.0"``: drop the local build label."""
+    return version.split("+", 1)[0]
+
+
+def default_patches_dir() -> Path:
+    """``$ACCEL_PATCHES_DIR``, else the ``patches`` directory of this source checkout."""
+    env = os.environ.get(PATCHES_DIR_ENV)
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "patches"
+
+
+def installed_torch_root() -> Path:
+    """The directory holding the importable ``torch`` package (site-packages), without importing it."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise PatchError("torch is not installed in this environment (no importable 'torch' package)")
+    return Path(next(iter(spec.submodule_search_locations))).parent
+
+
+def torch_version_at(root: Path) -> str:
+    """The ``__version__`` in ``root/torch/version.py`` (e.g. ``"2.13.0+cpu"``)."""
+    version_file = root / "torch" / "version.py"
+    try:
+        match = _VERSION_RE.search(version_file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PatchError(f"cannot read the torch version from {version_file}: {exc.strerror}") from None
+    if match is None:
+        raise PatchError(f"no __version__ in {version_file}")
+    return match.group(1)
+
+
+def _subject(text: str, path: Path) -> str:
+    """The ``Subject:`` header of a format-patch file, without ``[PATCH n/m]``, unfolded."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("Subject:"):
+            value = line[len("Subject:") :]
+            for cont in lines[i + 1 :]:
+                if not cont.startswith((" ", "\t")):
+                    break
+                value += cont
+            value = str(make_header(decode_header(value)))
+            return re.sub(r"^\s*\[PATCH[^\]]*\]\s*", "", value).strip()
+        if not line:
+            break
+    return path.stem
+
+
+def load_series(torch_version: str, patches_dir: Path | None = None) -> Series:
+    """Read the series for ``torch_version`` (local label ignored) from ``patches_dir``.
+
+    Raises :class:`TorchVersionMismatchError` when there is no series for that version but
+    there are series for others, :class:`PatchError` for a missing or unreadable series.
+    """
+    root = (patches_dir or default_patches_dir()) / "pytorch"
+    version = base_version(torch_version)
+    directory = root / version
+    series_file = directory / "series"
+    if not series_file.is_file():
+        available = (
+            sorted(p.name for p in root.glob("*") if (p / "series").is_file()) if root.is_dir() else []
+        )
+        if available:
+            raise TorchVersionMismatchError(
+                torch_version, " or ".join(available), f"the patch series in {root}"
+            )
+        raise PatchError(
+            f"no patch series at {series_file}; set {PATCHES_DIR_ENV} to the 'patches' directory"
+        )
+    names = [
+        line.strip()
+        for line in series_file.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    patches = []
+    for name in names:
+        path = directory / name
+        if not path.is_file():
+            raise PatchError(f"{series_file} lists {name}, which does not exist in {directory}")
+        text = path.read_text(encoding="utf-8")
+        diffs = parse_diff(text, source=name)
+        if not diffs:
+            raise PatchError(f"{path} contains no diff")
+        patches.append(Patch(name, path, _subject(text, path), tuple(diffs)))
+    return Series(version, directory, tuple(patches))
