@@ -66,7 +66,8 @@ class Backend:
         self.settings = settings
         self._module: Any = None
         self._devices: dict[int | None, torch.device] = {}
-        self._default_device = torch.device(self.device_type)
+        # Built on first use: a PrivateUse1 device type only parses once its backend is installed.
+        self._default_device: torch.device | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} device_type={self.device_type!r}>"
@@ -147,11 +148,14 @@ class Backend:
         Returned objects are cached, so calling this in a loop is cheap.
         """
         if index is None:
-            return self._default_device
+            dev = self._default_device
+            if dev is None:
+                dev = self._default_device = torch.device(self.device_type)
+            return dev
         dev = self._devices.get(index)  # type: ignore[arg-type]
         if dev is None:
             i = self.index_of(index)
-            dev = self._default_device if i is None else torch.device(self.device_type, i)
+            dev = self.device() if i is None else torch.device(self.device_type, i)
             if isinstance(index, int):
                 self._devices[index] = dev
         return dev

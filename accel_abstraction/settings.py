@@ -145,8 +145,8 @@ _ACTIVE_FILE: dict[type[ConfigSection], Path | None] = {}
 _LOAD_LOCK = threading.Lock()
 
 
-def section_config(section: str, env_prefix: str) -> SettingsConfigDict:
-    """The ``model_config`` of a section named ``section`` read from ``env_prefix*`` variables."""
+def section_config(env_prefix: str) -> SettingsConfigDict:
+    """The ``model_config`` of a section whose variables start with ``env_prefix``."""
     return SettingsConfigDict(
         env_prefix=env_prefix,
         extra="ignore",
@@ -222,7 +222,7 @@ def _config_error(
 class AccelSettings(ConfigSection):
     """The core's settings: ``[tool.accel]`` / ``ACCEL_*``."""
 
-    model_config = section_config("", "ACCEL_")
+    model_config = section_config("ACCEL_")
     section: ClassVar[str] = ""
 
     backend: str = Field(
@@ -259,7 +259,7 @@ class AccelSettings(ConfigSection):
 class DistSettings(ConfigSection):
     """Distributed overrides: ``[tool.accel.distributed]`` / ``ACCEL_DIST_*``."""
 
-    model_config = section_config("distributed", "ACCEL_DIST_")
+    model_config = section_config("ACCEL_DIST_")
     section: ClassVar[str] = "distributed"
 
     backend: str | None = Field(None, description="Collective library; default: the selected backend's.")

@@ -1,0 +1,25 @@
+"""The neuron plugin's settings: ``[tool.accel.neuron]`` / ``ACCEL_NEURON_*``."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from accel_abstraction.settings import ConfigSection, section_config
+
+__all__ = ["NeuronSettings"]
+
+
+class NeuronSettings(ConfigSection):
+    """How the ``neuron`` backend runs.
+
+    ``emulate = true`` (``ACCEL_NEURON_EMULATE=1``) runs the neuron device as a CPU
+    emulation. It is never chosen on its own: without it, ``neuron`` needs AWS's
+    TorchNeuron (``torch_neuronx``) and visible NeuronCores.
+    """
+
+    model_config = section_config("ACCEL_NEURON_")
+    section: ClassVar[str] = "neuron"
+
+    emulate: bool = Field(False, description="Run the neuron device as a CPU emulation (CI, laptops).")
