@@ -115,7 +115,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     # torch.cuda device API
     _r("ACC121", "cuda-api", "torch.cuda.is_available()", "accel.is_available()"),
     _r("ACC122", "cuda-api", "torch.cuda.device_count()", "accel.device_count()"),
-    _r("ACC123", "cuda-api", "torch.cuda current/set device", "accel.current_device() / accel.set_device(i)"),
+    _r("ACC123", "cuda-api", "torch.cuda current/set device or device name", "accel.current_device() / accel.set_device(i) / accel.device_name()"),
     _r("ACC124", "cuda-api", "torch.cuda.is_bf16_supported()", "accel.is_bf16_supported()"),
     _r(
         "ACC125",

@@ -1,0 +1,187 @@
+"""Running a scan over many files: file discovery, plugin rules, process pool, progress."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+import tokenize
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from ..errors import PluginError
+from .findings import FileResult
+from .rules import BUILTIN_RULES, Rule
+from .scanner import scan_source
+
+#: Above this many files the scan runs in a process pool.
+PARALLEL_THRESHOLD = 64
+#: Progress is drawn (on stderr, when it is a terminal) from this many files on.
+PROGRESS_THRESHOLD = 50
+_SKIP_DIRS = {"__pycache__", "node_modules", "site-packages"}
+
+
+def load_plugin_rules() -> tuple[Rule, ...]:
+    """Rules that plugins add through the ``accel_scan_rules(register)`` hook.
+
+    Returns no rules when the plugin manager is not there (the scanner works alone).
+    """
+    try:
+        from accel_abstraction.plugins import get_plugin_manager
+    except ImportError:
+        return ()
+    hook = getattr(get_plugin_manager().hook, "accel_scan_rules", None)
+    if hook is None:
+        return ()
+    collected: list[Rule] = []
+
+    def register(rule: Rule) -> None:
+        if not isinstance(rule, Rule):
+            raise PluginError(
+                f"accel_scan_rules: register() takes accel_abstraction.porting.rules.Rule, got {type(rule).__name__}"
+            )
+        if rule.matcher is None and not rule.names:
+            raise PluginError(f"accel_scan_rules: rule {rule.code} needs names=... or matcher=... to match anything")
+        collected.append(rule)
+
+    hook(register=register)
+    known = {r.code for r in BUILTIN_RULES}
+    for rule in collected:
+        if rule.code in known:
+            raise PluginError(f"accel_scan_rules: rule code {rule.code} is registered twice; codes must be unique")
+        known.add(rule.code)
+    return tuple(collected)
+
+
+def iter_python_files(paths: Iterable[Path], exclude: Sequence[str] = (), root: Path | None = None) -> Iterator[Path]:
+    """Python files under ``paths`` (files are taken as given), sorted, skipping hidden folders."""
+
+    def excluded(path: Path) -> bool:
+        if not exclude:
+            return False
+        text = path.as_posix()
+        if root is not None:
+            try:
+                text = path.resolve().relative_to(root).as_posix()
+            except ValueError:
+                pass
+        return any(fnmatch.fnmatch(text, pattern) for pattern in exclude)
+
+    for path in paths:
+        if path.is_dir():
+            for folder, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+                for name in sorted(files):
+                    if name.endswith((".py", ".pyi")):
+                        candidate = Path(folder, name)
+                        if not excluded(candidate):
+                            yield candidate
+        elif not excluded(path):
+            yield path
+
+
+def read_source(path: Path) -> tuple[str, str]:
+    """The file's text and its encoding (PEP 263 cookie or BOM honoured)."""
+    data = path.read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:].decode("utf-8"), "utf-8-sig"
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    readline = iter(data.splitlines(keepends=True)).__next__
+    encoding, _ = tokenize.detect_encoding(readline)
+    return data.decode(encoding), encoding
+
+
+# Worker-process state, set by _init_worker.
+_worker_rules: tuple[Rule, ...] = ()
+_worker_enabled: Callable[[str], bool] | None = None
+
+
+def _init_worker(enabled: Callable[[str], bool] | None, load_plugins: bool) -> None:
+    global _worker_rules, _worker_enabled
+    _worker_rules = load_plugin_rules() if load_plugins else ()
+    _worker_enabled = enabled
+
+
+def scan_file(path: Path, plugin_rules: tuple[Rule, ...] = (), enabled: Callable[[str], bool] | None = None) -> FileResult:
+    """Scan one file on disk."""
+    try:
+        source, _ = read_source(path)
+    except (OSError, UnicodeDecodeError, SyntaxError) as exc:
+        return FileResult(str(path), error=f"{path}: cannot read: {exc}")
+    return scan_source(source, str(path), plugin_rules, enabled)
+
+
+def _scan_in_worker(path: Path) -> FileResult:
+    return scan_file(path, _worker_rules, _worker_enabled)
+
+
+def scan_paths(
+    files: Sequence[Path],
+    plugin_rules: tuple[Rule, ...] = (),
+    enabled: Callable[[str], bool] | None = None,
+    jobs: int | None = None,
+    progress: bool = False,
+) -> list[FileResult]:
+    """Scan ``files``; in a process pool when there are more than :data:`PARALLEL_THRESHOLD`.
+
+    ``enabled`` must be picklable (a :class:`~.settings.Selection`) for the pool.  Plugin
+    rules are loaded again inside each worker, as their matchers need not be picklable.
+    """
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    bar = _Progress(len(files)) if progress else None
+    results: list[FileResult] = []
+    try:
+        if workers > 1 and len(files) > PARALLEL_THRESHOLD:
+            chunk = max(1, min(64, len(files) // (workers * 8)))
+            with ProcessPoolExecutor(
+                max_workers=workers, initializer=_init_worker, initargs=(enabled, bool(plugin_rules))
+            ) as pool:
+                for result in pool.map(_scan_in_worker, files, chunksize=chunk):
+                    results.append(result)
+                    if bar:
+                        bar.advance()
+        else:
+            for path in files:
+                results.append(scan_file(path, plugin_rules, enabled))
+                if bar:
+                    bar.advance()
+    finally:
+        if bar:
+            bar.close()
+    return results
+
+
+def want_progress(choice: bool | None, count: int) -> bool:
+    """``--progress``/``--no-progress``, or by default: stderr is a terminal and the tree is large."""
+    if choice is not None:
+        return choice
+    return sys.stderr.isatty() and count >= PROGRESS_THRESHOLD
+
+
+class _Progress:
+    """A rich progress bar on stderr."""
+
+    def __init__(self, total: int) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.progress = Progress(
+            TextColumn("scanning"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self.task = self.progress.add_task("scan", total=total)
+        self.progress.start()
+
+    def advance(self) -> None:
+        self.progress.advance(self.task)
+
+    def close(self) -> None:
+        self.progress.stop()
