@@ -1,0 +1,146 @@
+"""pytest plugin: run tests on each selected accelerator backend.
+
+Loaded for every pytest run through the ``pytest11`` entry point, so this module imports
+only pytest and the standard library; torch and the backends load when a test asks for them.
+
+* ``--accel-backend=cpu,neuron`` (or ``ACCEL_TEST_BACKENDS=cpu,neuron``; default ``cpu``):
+  the backends the fixtures are parametrized over.
+* ``accel_backend``: selects the backend with ``accel.using(name)`` for the duration of the
+  test and yields the backend object. A test using it runs once per backend (``test_x[cpu]``,
+  ``test_x[neuron]``); where a backend cannot run here, the test is skipped with the
+  backend's own reason (``backend.availability().reason``).
+* ``accel_device``: the selected backend's ``torch.device``.
+* ``@pytest.mark.accel(requires=["fp16", "streams"])``: skips the test on a backend whose
+  ``capabilities()`` lack a feature, naming the backend and the feature. On a test that does
+  not use the fixtures, the backend checked is the one the configuration selects.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    import torch
+
+    from accel_abstraction.backend import Backend
+
+ENV_VAR = "ACCEL_TEST_BACKENDS"
+DEFAULT_BACKENDS = ("cpu",)
+_FIXTURES = ("accel_backend", "accel_device")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("accel", "accel-abstraction backends")
+    group.addoption(
+        "--accel-backend",
+        dest="accel_backends",
+        metavar="NAMES",
+        default=None,
+        help=(
+            "comma-separated backends to run the accel_backend/accel_device fixtures on "
+            f"(default: ${ENV_VAR}, else {','.join(DEFAULT_BACKENDS)})"
+        ),
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "accel(requires=[...]): skip on a backend whose capabilities lack one of the named features "
+        "(see accel_abstraction.Capabilities.known_features())",
+    )
+
+
+def selected_backends(config: pytest.Config) -> list[str]:
+    """The backend names from ``--accel-backend``, else ``$ACCEL_TEST_BACKENDS``, else ``cpu``."""
+    raw = config.getoption("accel_backends") or os.environ.get(ENV_VAR, "")
+    names = [part.strip() for part in raw.split(",") if part.strip()]
+    if not names:
+        return list(DEFAULT_BACKENDS)
+    return list(dict.fromkeys(names))  # keep order, drop repeats
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if config.getoption("accel_backends") or os.environ.get(ENV_VAR):
+        return f"accel backends: {', '.join(selected_backends(config))}"
+    return None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if not any(name in metafunc.fixturenames for name in _FIXTURES):
+        return
+    names = selected_backends(metafunc.config)
+    metafunc.parametrize("accel_backend", names, indirect=True, ids=names)
+
+
+def _required_features(marker: pytest.Mark) -> list[str]:
+    features: list[Any] = list(marker.args)
+    requires = marker.kwargs.get("requires", ())
+    features.extend([requires] if isinstance(requires, str) else requires)
+    return [str(f) for f in features]
+
+
+def _skip_missing_features(item: pytest.Item, backend: Backend) -> None:
+    marker = item.get_closest_marker("accel")
+    if marker is None:
+        return
+    caps = backend.capabilities()
+    for feature in _required_features(marker):
+        if not caps.supports(feature):
+            pytest.skip(f"backend {backend.name!r} does not support {feature!r} (required by @pytest.mark.accel)")
+
+
+def _unknown_backend_message(exc: Exception) -> str:
+    from accel_abstraction.plugins import get_host
+
+    failed = [r for r in get_host().records.values() if r.status == "failed"]
+    msg = f"--accel-backend/{ENV_VAR}: {exc}"
+    if failed:
+        msg += " Plugins that failed to load: " + "; ".join(f"{r.name} ({r.error})" for r in failed)
+    return msg
+
+
+@pytest.fixture
+def accel_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """The backend this test runs on, selected (``accel.using``) for the duration of the test."""
+    import accel_abstraction as accel
+    from accel_abstraction.errors import BackendUnavailableError, UnknownBackendError
+
+    name = getattr(request, "param", None) or selected_backends(request.config)[0]
+    try:
+        ctx = accel.using(name)
+        backend = ctx.__enter__()
+    except UnknownBackendError as exc:
+        pytest.fail(_unknown_backend_message(exc), pytrace=False)
+    except BackendUnavailableError as exc:
+        pytest.skip(f"backend {name!r} is not available: {exc.reason}")
+    try:
+        _skip_missing_features(request.node, backend)
+        yield backend
+    finally:
+        ctx.__exit__(None, None, None)
+
+
+@pytest.fixture
+def accel_device(accel_backend: Backend) -> torch.device:
+    """The ``torch.device`` of the backend this test runs on."""
+    return accel_backend.device()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Tests using the fixtures are checked inside accel_backend, once their backend is selected.
+    if item.get_closest_marker("accel") is None or "accel_backend" in getattr(item, "fixturenames", ()):
+        return
+    import accel_abstraction as accel
+    from accel_abstraction.errors import BackendUnavailableError
+
+    try:
+        backend = accel.backend()
+    except BackendUnavailableError as exc:
+        pytest.skip(f"backend {exc.name!r} is not available: {exc.reason}")
+    _skip_missing_features(item, backend)
