@@ -328,6 +328,7 @@ _LAZY: dict[str, str] = {
     "PluginError": "errors",
     "UnknownBackendError": "errors",
     "AccelSettings": "settings",
+    "log_metric": "metrics",
 }
 
 
