@@ -111,6 +111,14 @@ def _is_cuda(node: cst.BaseExpression, paren: bool) -> cst.BaseExpression:
 
 def _device_from(kind: str, node: cst.BaseExpression) -> cst.BaseExpression:
     inner: cst.BaseExpression | None = None
+    if isinstance(node, cst.Call) and len(node.args) == 1 and kind != "device_from_format":
+        node = node.args[0].value  # torch.device(f"cuda:{i}") -> its argument
+    elif (
+        isinstance(node, cst.Call)
+        and not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "format")
+        and len(node.args) == 1
+    ):
+        node = node.args[0].value  # torch.device("cuda:{}".format(i)) -> its argument
     if kind == "device_from_fstring" and isinstance(node, cst.FormattedString):
         parts = node.parts
         if len(parts) == 2 and isinstance(parts[1], cst.FormattedStringExpression):

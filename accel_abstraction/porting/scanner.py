@@ -10,6 +10,7 @@ tests the device type (``if x.device.type == "cuda":``) is left alone.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from collections.abc import Callable, Iterable
 
@@ -407,7 +408,15 @@ class _Scan:
         dev, where = _arg(node, 0, "type")
         value = _str(dev)
         if value is None:
+            before = len(self.findings)
             self.device_value(dev)
+            if len(node.args) == 1 and not node.keywords:
+                # torch.device(f"cuda:{i}") becomes accel.device(i), not torch.device(accel.device(i))
+                for i in range(before, len(self.findings)):
+                    found = self.findings[i]
+                    if found.fix is not None and found.fix.kind.startswith("device_from_"):
+                        wrapped = Fix(found.fix.kind, *self._span(node))
+                        self.findings[i] = dataclasses.replace(found, fix=wrapped)
             return
         match = _CUDA_DEVICE.match(value)
         if match is None:
