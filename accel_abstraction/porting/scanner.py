@@ -221,12 +221,15 @@ class _Scan:
         if fix_kind is not None:
             target = fix_node or node
             fix = Fix(fix_kind, *self._span(target), text=text, drop=drop)
+        if fix is None:
+            # Not rewritten: say why, or what a person should write instead.
+            reason = suggestion or detail or rule.suggestion or "no portable equivalent"
+            if reason is detail:
+                detail = None
+            suggestion = "manual: " + reason
+        else:
+            suggestion = suggestion or rule.suggestion
         message = rule.message if detail is None else f"{rule.message}: {detail}"
-        if suggestion is None:
-            suggestion = rule.suggestion if fix is not None or not rule.portable else None
-            if fix is None and rule.portable:
-                suggestion = "manual: " + (detail or "no automatic rewrite")
-                message = rule.message
         self.findings.append(
             Finding(self.path, line, col + 1, end_line, end_col + 1, code, rule.category, message, suggestion, fix)
         )
@@ -387,7 +390,7 @@ class _Scan:
                         if kw.arg == "default":
                             self.device_value(kw.value, string_typed=True)
             elif attr == "pin_memory" and not node.args and not node.keywords:
-                self.report(node, "ACC191", "Tensor.pin_memory() fails without CUDA", suggestion="manual: guard with accel.capabilities().pinned_memory")
+                self.report(node, "ACC191", "Tensor.pin_memory() fails without CUDA", suggestion="guard with accel.capabilities().pinned_memory")
         for kw in node.keywords:
             name = kw.arg
             if name is None:
@@ -452,24 +455,24 @@ class _Scan:
         if name == "CUDA_VISIBLE_DEVICES":
             self.report(node, "ACC192", None, "replace", "accel.visible_devices_env()")
         elif name.startswith(("CUDA_", "NCCL_", "CUDNN_")) or "_CUDA_" in name:
-            self.report(node, "ACC199", name)
+            self.report(node, "ACC199", name, suggestion="only CUDA reads it; set the selected backend's own variable")
 
     def cpp_extension(self, node: ast.Call) -> None:
         for kw in node.keywords:
             if kw.arg in ("cuda_sources", "with_cuda", "extra_cuda_cflags"):
-                self.report(node, "ACC201", f"{kw.arg}=")
+                self.report(node, "ACC201", f"{kw.arg}=", suggestion="CUDA kernels must be built per backend")
                 return
         for sub in ast.walk(node):
             value = _str(sub)
             if value is not None and value.endswith((".cu", ".cuh")):
-                self.report(node, "ACC201", f"CUDA source {value}")
+                self.report(node, "ACC201", f"CUDA source {value}", suggestion="CUDA kernels must be built per backend")
                 return
 
     def plugin_match(self, rule: Rule, node: ast.AST) -> None:
         assert rule.matcher is not None
         message = rule.matcher(node, self)
         if message is not None:
-            self.report(node, rule.code, message or None, rule=rule)
+            self.report(node, rule.code, message or None, rule=rule, suggestion=rule.suggestion)
 
     def reference(self, node: ast.AST, q: str) -> bool:
         """Report a resolved name used outside a call. Return True to descend."""
@@ -482,7 +485,7 @@ class _Scan:
             while probe:
                 if probe in MANUAL_CUDA:
                     code, reason = MANUAL_CUDA[probe]
-                    self.report(node, code, f"{q}: {reason}", suggestion=None)
+                    self.report(node, code, q, suggestion=reason)
                     return False
                 probe = probe.rpartition(".")[0]
         for rule, name in self.plugin_names:
@@ -527,7 +530,7 @@ class _Scan:
                 self.report(target, code, "chained assignment")
             return True
         if q is not None and q.startswith(("torch.backends.cudnn.", "torch.backends.cuda.")):
-            self.report(target, "ACC189", q, suggestion=None)
+            self.report(target, "ACC189", q)
             return True
         name = _last_name(target)
         if name is not None and value is not None:
@@ -602,7 +605,7 @@ class _Scan:
     def manual_package(self, node: ast.AST, module: str) -> None:
         for package, (code, reason) in MANUAL_PACKAGES.items():
             if module == package or module.startswith(package + "."):
-                self.report(node, code, f"imports {module}: {reason}", suggestion=None)
+                self.report(node, code, f"imports {module}", suggestion=reason)
                 return
 
     def visit_function(self, node: ast.FunctionDef) -> bool:

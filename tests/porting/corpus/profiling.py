@@ -26,6 +26,7 @@ def memory_report() -> str:
     top = torch.cuda.max_memory_reserved()  # expect: ACC151
     torch.cuda.reset_peak_memory_stats()  # expect: ACC151
     torch.cuda.empty_cache()  # expect: ACC151
+    torch.cuda.ipc_collect()  # expect: ACC129
     stats = torch.cuda.memory_stats()  # expect: ACC151
     summary = torch.cuda.memory_summary()  # expect: ACC151
     return f"{used:.1f} MiB used, {peak:.1f} MiB peak"
