@@ -490,7 +490,7 @@ class _Scan:
                 probe = probe.rpartition(".")[0]
         for rule, name in self.plugin_names:
             if q == name or q.startswith(name + "."):
-                self.report(node, rule.code, q, rule=rule)
+                self.report(node, rule.code, q, rule=rule, suggestion=rule.suggestion or "no portable equivalent")
                 return False
         return True
 

@@ -79,7 +79,9 @@ def load_settings(pyproject: Path | None, **overrides: list[str]) -> ScanSetting
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        source = f"[tool.accel.scan] in {pyproject}" if pyproject else "the command line"
+        line = _key_line(pyproject, str(first["loc"][0])) if pyproject and first["loc"] else None
+        location = f"{pyproject}:{line}" if line else str(pyproject)
+        source = f"[tool.accel.scan] in {location}" if pyproject else "the command line"
         raise ConfigError(
             f"{source}: {where}: {first['msg']}; accepted keys: select, ignore, exclude (lists of strings)"
         ) from None
@@ -87,6 +89,18 @@ def load_settings(pyproject: Path | None, **overrides: list[str]) -> ScanSetting
         raise ConfigError(f"{pyproject}: invalid TOML ({exc}); fix the file") from None
     finally:
         _PYPROJECT.reset(token)
+
+
+def _key_line(pyproject: Path, key: str) -> int | None:
+    """The line of ``key = ...`` under ``[tool.accel.scan]``, for error messages only."""
+    inside = False
+    for number, raw in enumerate(pyproject.read_text(encoding="utf-8").splitlines(), start=1):
+        line = raw.strip()
+        if line.startswith("["):
+            inside = line.replace(" ", "").replace('"', "") == "[tool.accel.scan]"
+        elif inside and line.split("=", 1)[0].strip().strip("\"'") == key:
+            return number
+    return None
 
 
 @dataclass(frozen=True)
