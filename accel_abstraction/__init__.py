@@ -328,6 +328,12 @@ _LAZY: dict[str, str] = {
     "PluginError": "errors",
     "UnknownBackendError": "errors",
     "AccelSettings": "settings",
+    "init_distributed": "distributed",
+    "destroy_distributed": "distributed",
+    "barrier": "distributed",
+    "is_main_process": "distributed",
+    "DistInfo": "distributed",
+    "DistributedError": "distributed",
     "log_metric": "metrics",
 }
 
