@@ -164,7 +164,12 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
         dev = kwargs.get(info.device_name) if isinstance(info.device_pos, str) else (
             args[info.device_pos] if info.device_pos < len(args) else None)
         if dev is not None:
-            to_cpu = torch.device(dev).type == "cpu"
+            dev = torch.device(dev)
+            to_cpu = dev.type == "cpu"
+            if dev.index and not to_cpu:
+                from .limits import check_index
+
+                check_index(dev)
     if info.gen_name is not None:
         pos = info.gen_pos
         if isinstance(pos, str):

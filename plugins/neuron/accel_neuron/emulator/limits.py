@@ -1,5 +1,124 @@
-"""Limits (filled in below)."""
+"""What Python cannot provide for a PrivateUse1 device, handled or turned into clear errors.
+
+PyTorch reaches some device services through C++ interfaces a Python backend
+cannot implement (an allocator, pinned memory, device generators, allocator
+statistics). Left alone, they crash the process (``torch.UntypedStorage(n,
+device="neuron")``, ``copy.deepcopy``, ``torch.load(map_location="neuron")``)
+or fail with internal asserts. This module patches the Python entry points:
+
+* ``torch.UntypedStorage(..., device="neuron")`` allocates CPU memory and wraps
+  it (this also makes storage ``clone``, ``deepcopy`` and ``torch.load`` work);
+* ``torch.accelerator.synchronize``/``empty_cache``/``memory_*`` route to
+  ``torch.neuron`` when they refer to the neuron device;
+* ``Tensor.pin_memory()`` returns an unpinned CPU copy (there is no pinned
+  memory; page-locking only speeds up real host-to-device copies).
+
+Each patch is listed under "Emulator limits" in plugins/neuron/README.md.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+
+from . import device_module, storage
+from .errors import limit
+
+_patched = False
+
+
+def check_index(device: Any) -> None:
+    """Raise the one-device-per-process error for ``neuron:N``, N > 0."""
+    idx = device.index if isinstance(device, torch.device) else torch.device(device).index
+    if idx not in (None, 0, -1):
+        raise limit(
+            f"device neuron:{idx}",
+            "The emulator has one device per process (neuron:0); run one process per device, as "
+            "torchrun does on Trainium.",
+        )
+
+
+def _is_neuron(device: Any) -> bool:
+    if device is None:
+        return True  # torch.accelerator's default is the current accelerator, which is neuron
+    if isinstance(device, int):
+        return True
+    return torch.device(device).type == "neuron"
+
+
+def _patch_storage() -> None:
+    base_new = torch._C.StorageBase.__new__
+
+    def __new__(cls: type, *args: Any, device: Any = None, **kwargs: Any) -> Any:
+        if device is not None:
+            dev = torch.device(device)
+            if dev.type == "neuron":
+                check_index(dev)
+                return storage.neuron_storage_for(base_new(cls, *args, **kwargs))
+            return base_new(cls, *args, device=device, **kwargs)
+        return base_new(cls, *args, **kwargs)
+
+    torch.UntypedStorage.__new__ = __new__  # type: ignore[method-assign]
+
+
+def _route(name: str, target: Any, original: Any) -> Any:
+    @functools.wraps(original)
+    def routed(device_index: Any = None, /, *args: Any, **kwargs: Any) -> Any:
+        if _is_neuron(device_index):
+            return target(device_index, *args, **kwargs) if device_index is not None else target(*args, **kwargs)
+        return original(device_index, *args, **kwargs)
+
+    return routed
+
+
+def _memory_info(device: Any = None) -> tuple[int, int]:
+    total = device_module.get_device_properties(device).total_memory
+    return total - device_module.memory_allocated(device), total
+
+
+def _patch_accelerator() -> None:
+    import torch.accelerator as acc
+    import torch.accelerator.memory as accmem
+
+    targets = {
+        "synchronize": device_module.synchronize,
+        "memory_stats": device_module.memory_stats,
+        "memory_allocated": device_module.memory_allocated,
+        "max_memory_allocated": device_module.max_memory_allocated,
+        "memory_reserved": device_module.memory_reserved,
+        "max_memory_reserved": device_module.max_memory_reserved,
+        "reset_accumulated_memory_stats": device_module.reset_accumulated_memory_stats,
+        "reset_peak_memory_stats": device_module.reset_peak_memory_stats,
+        "get_memory_info": _memory_info,
+    }
+    for name, target in targets.items():
+        for mod in (acc, accmem):
+            original = getattr(mod, name, None)
+            if original is not None:
+                setattr(mod, name, _route(name, target, original))
+    for mod in (acc, accmem):
+        if hasattr(mod, "empty_cache"):
+            mod.empty_cache = device_module.empty_cache
+
+
+def _patch_pin_memory() -> None:
+    def pin_memory(self: torch.Tensor, device: Any = None) -> torch.Tensor:
+        """Emulator: no pinned memory exists; returns an unpinned contiguous CPU copy."""
+        if not self.is_cpu:
+            raise RuntimeError(f"cannot pin '{self.device}' memory: only dense CPU tensors can be pinned")
+        return self.clone(memory_format=torch.contiguous_format)
+
+    torch.Tensor.pin_memory = pin_memory  # type: ignore[method-assign,assignment]
 
 
 def patch() -> None:
-    return None
+    """Apply the patches (once)."""
+    global _patched
+    if _patched:
+        return
+    _patch_storage()
+    _patch_accelerator()
+    _patch_pin_memory()
+    _patched = True
