@@ -18,7 +18,7 @@ from .errors import AccelError
 __all__ = ["build_parser", "main"]
 
 #: Modules contributing subcommands, in help order.
-SUBCOMMAND_MODULES = ("accel_abstraction.info",)
+SUBCOMMAND_MODULES = ("accel_abstraction.info", "accel_abstraction.parity.cli", "accel_abstraction.redirect.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:

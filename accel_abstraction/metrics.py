@@ -43,7 +43,9 @@ def _plain(name: str, value: Any) -> Any:
     item = getattr(value, "item", None)
     if item is not None:
         return item()
-    raise TypeError(f"log_metric({name}=...) takes numbers, strings or one-element tensors, not {type(value).__name__}")
+    raise TypeError(
+        f"log_metric({name}=...) takes numbers, strings or one-element tensors, not {type(value).__name__}"
+    )
 
 
 def log_metric(step: int, **values: Any) -> None:

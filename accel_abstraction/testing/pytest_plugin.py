@@ -91,7 +91,9 @@ def _skip_missing_features(item: pytest.Item, backend: Backend) -> None:
     caps = backend.capabilities()
     for feature in _required_features(marker):
         if not caps.supports(feature):
-            pytest.skip(f"backend {backend.name!r} does not support {feature!r} (required by @pytest.mark.accel)")
+            pytest.skip(
+                f"backend {backend.name!r} does not support {feature!r} (required by @pytest.mark.accel)"
+            )
 
 
 def _unknown_backend_message(exc: Exception) -> str:

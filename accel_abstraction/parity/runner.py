@@ -1,0 +1,243 @@
+"""Run one training script once per backend, each in its own process, and collect its metrics.
+
+Each run gets the caller's environment with two changes: ``ACCEL_BACKEND=<name>`` (the one
+configuration line) and ``ACCEL_METRICS_FILE`` (where ``accel.log_metric`` writes). A backend
+that cannot run here as configured but offers an emulation (by convention, a plugin reads
+``ACCEL_<NAME>_EMULATE=1``) runs emulated; the variables changed for each run are recorded.
+
+While the runs go on, a progress bar per backend follows the metrics file as it grows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..metrics import ENV_VAR as METRICS_ENV
+
+__all__ = ["BackendRun", "backend_env", "run_backends"]
+
+POLL_SECONDS = 0.1
+
+
+@dataclass
+class BackendRun:
+    """One run of the script on one backend."""
+
+    label: str  # unique in a parity run: "cpu", or "cpu#2" when a backend is given twice
+    backend: str
+    env: dict[str, str] = field(default_factory=dict)  # the variables changed for this run
+    returncode: int | None = None
+    error: str = ""  # why the run did not produce usable metrics ("" when it did)
+    wall_time: float = 0.0
+    records: list[dict[str, Any]] = field(default_factory=list)
+    metrics_path: str = ""
+    log_path: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+    def series(self, key: str) -> dict[int, float]:
+        """``{step: value}`` of metric ``key`` (the last record wins for a repeated step)."""
+        return {int(r["step"]): float(r[key]) for r in self.records if key in r}
+
+
+@contextlib.contextmanager
+def _patched_environ(changes: Mapping[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in changes}
+    os.environ.update(changes)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _availability(name: str, changes: Mapping[str, str]) -> tuple[bool, str]:
+    """Whether backend ``name`` could run in a process whose environment has ``changes`` applied."""
+    from ..plugins import get_host
+    from ..settings import AccelSettings
+
+    with _patched_environ(changes):
+        entry = get_host().registry.get(name, "--backends")
+        backend = entry.spec.factory(AccelSettings.load(backend=name))
+        avail = backend.availability()
+    return avail.available, avail.reason
+
+
+def emulation_var(name: str) -> str:
+    """The variable by which a plugin offers an emulation of backend ``name``: ``ACCEL_<NAME>_EMULATE``."""
+    return f"ACCEL_{name.upper().replace('-', '_')}_EMULATE"
+
+
+def backend_env(name: str) -> tuple[dict[str, str], str]:
+    """The environment changes that run backend ``name`` in a fresh process, and why not ("" if it can).
+
+    ``ACCEL_BACKEND=name``; plus ``ACCEL_<NAME>_EMULATE=1`` when the backend is not available
+    as configured (no hardware) but becomes available with it. Raises
+    :class:`~accel_abstraction.errors.UnknownBackendError` for a name no plugin registers.
+    """
+    changes = {"ACCEL_BACKEND": name}
+    available, reason = _availability(name, changes)
+    if available:
+        return changes, ""
+    emulated = {**changes, emulation_var(name): "1"}
+    if _availability(name, emulated)[0]:
+        return emulated, ""
+    return changes, reason
+
+
+def _label(names: Sequence[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    labels = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        labels.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return labels
+
+
+class _Follower:
+    """Reads the complete JSON lines appended to a file since the last call."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.partial = ""
+
+    def read(self) -> list[dict[str, Any]]:
+        try:
+            with self.path.open("r", encoding="utf-8") as fh:
+                fh.seek(self.offset)
+                chunk = fh.read()
+                self.offset = fh.tell()
+        except FileNotFoundError:
+            return []
+        text = self.partial + chunk
+        lines = text.split("\n")
+        self.partial = lines.pop()  # an unfinished last line waits for the next read
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def run_backends(
+    script: str | Path,
+    script_args: Sequence[str],
+    backends: Sequence[str],
+    out_dir: Path,
+    *,
+    progress: bool = True,
+    timeout: float | None = None,
+) -> list[BackendRun]:
+    """Run ``script`` once per backend (sequentially, so timings do not compete); return the runs."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    script = Path(script)
+    runs = []
+    for label, name in zip(_label(backends), backends, strict=True):
+        safe = label.replace("#", "-")
+        run = BackendRun(
+            label,
+            name,
+            metrics_path=str(out_dir / f"metrics-{safe}.jsonl"),
+            log_path=str(out_dir / f"{safe}.log"),
+        )
+        run.env, why_not = backend_env(name)
+        if why_not:
+            run.error = f"not available: {why_not}"
+        runs.append(run)
+
+    console = Console(stderr=True)
+    columns = (
+        TextColumn("[bold]{task.description:<10}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, disable=not progress, transient=False) as bar:
+        tasks = {run.label: bar.add_task(run.label, total=None, status="waiting") for run in runs}
+        expected: int | None = None
+        for run in runs:
+            task = tasks[run.label]
+            if run.error:
+                bar.update(task, status=f"[red]{escape(run.error)}")
+                continue
+            bar.update(task, total=expected, status="starting")
+            _run_one(run, script, script_args, bar, task, timeout)
+            if run.ok and expected is None:
+                expected = len(run.records)  # later runs of the same script: a known total
+    return runs
+
+
+def _run_one(
+    run: BackendRun, script: Path, script_args: Sequence[str], bar: Any, task: Any, timeout: float | None
+) -> None:
+    metrics = Path(run.metrics_path)
+    metrics.unlink(missing_ok=True)  # log_metric appends
+    env = {**os.environ, **run.env, METRICS_ENV: str(metrics)}
+    follower = _Follower(metrics)
+    start = time.perf_counter()
+    with open(run.log_path, "w", encoding="utf-8") as log:
+        proc = subprocess.Popen(
+            [sys.executable, str(script), *script_args], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=POLL_SECONDS)
+                    done = True
+                except subprocess.TimeoutExpired:
+                    done = False
+                new = follower.read()
+                if new:
+                    run.records.extend(new)
+                    last = new[-1]
+                    status = f"loss {last['loss']:.4f}" if isinstance(last.get("loss"), (int, float)) else ""
+                    bar.update(task, completed=len(run.records), status=status)
+                if done:
+                    break
+                if timeout is not None and time.perf_counter() - start > timeout:
+                    proc.kill()
+                    proc.wait()
+                    run.error = f"timed out after {timeout:g} s"
+                    break
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+    run.wall_time = time.perf_counter() - start
+    run.returncode = proc.returncode
+    if not run.error and proc.returncode != 0:
+        run.error = f"exited with code {proc.returncode}: {_tail(Path(run.log_path), 1)}"
+    elif not run.error and not run.records:
+        run.error = f"logged no metrics (does the script call accel.log_metric? {METRICS_ENV} was {metrics})"
+    if run.error:
+        from rich.markup import escape
+
+        bar.update(task, status=f"[red]{escape(run.error)}")
+    else:
+        bar.update(
+            task, total=len(run.records), completed=len(run.records), status=f"done in {run.wall_time:.1f} s"
+        )
