@@ -1,0 +1,385 @@
+"""What each patched torch behaviour looks like, observed in a fresh interpreter.
+
+Usage::
+
+    python scenarios.py DEVICE NAME [NAME ...]        # stock torch
+    python -m accel_abstraction.patching.run --overlay DIR scenarios.py DEVICE NAME ...
+
+``DEVICE`` is ``neuron`` (the emulated device is installed first and is the current
+accelerator) or ``cpu`` (nothing installed: a CPU-only process). ``NAME`` is a scenario
+below or ``all``. The last stdout line is ``{"name": {observations}, ...}`` as JSON. An
+error a scenario expects is recorded as an observation; any other error fails the run.
+
+Distributed scenarios use a single-process gloo group on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+SCENARIOS: dict[str, Callable[[str], dict[str, Any]]] = {}
+
+
+def scenario(func: Callable[[str], dict[str, Any]]) -> Callable[[str], dict[str, Any]]:
+    SCENARIOS[func.__name__] = func
+    return func
+
+
+def _error(exc: BaseException) -> dict[str, str]:
+    return {"error": type(exc).__name__, "message": str(exc).splitlines()[0][:300]}
+
+
+def _warnings(record: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message).splitlines()[0][:200] for w in record]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _init_single_process_group(backend: str = "gloo") -> None:
+    import torch.distributed as dist
+
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1)
+
+
+def _tensor(device: str, *shape: int, requires_grad: bool = False) -> torch.Tensor:
+    return torch.randn(*shape).to(device).requires_grad_(requires_grad)
+
+
+# ----------------------------------------------------------------------------- 0001, 0003
+
+
+@scenario
+def grad_scaler(device: str) -> dict[str, Any]:
+    """`GradScaler()` with defaults: enabled? on which device? does it scale?"""
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        scaler = torch.amp.GradScaler()
+    loss = torch.tensor(2.0).to(device)
+    return {
+        "enabled": scaler.is_enabled(),
+        "device": scaler._device,
+        "warnings": _warnings(record),
+        "scaled_loss": float(scaler.scale(loss).cpu()),
+    }
+
+
+@scenario
+def sharded_grad_scaler(device: str) -> dict[str, Any]:
+    """FSDP's `ShardedGradScaler()` with defaults."""
+    from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        scaler = ShardedGradScaler()
+    return {"enabled": scaler.is_enabled(), "device": scaler._device, "warnings": _warnings(record)}
+
+
+# ----------------------------------------------------------------------------- 0002
+
+
+@scenario
+def checkpoint_dropout(device: str) -> dict[str, Any]:
+    """Gradients of a checkpointed Linear+Dropout equal the plain ones under the same seeds?"""
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(32, 32).to(device)
+    dropout = torch.nn.Dropout(0.5)
+    x = _tensor(device, 16, 32, requires_grad=True)
+
+    def block(inp: torch.Tensor) -> torch.Tensor:
+        return dropout(linear(inp)) * 3.0
+
+    def gradients(use_reentrant: bool | None) -> list[float]:
+        torch.manual_seed(1)
+        linear.zero_grad()
+        x.grad = None
+        out = block(x) if use_reentrant is None else checkpoint(block, x, use_reentrant=use_reentrant)
+        out.square().sum().backward()
+        return linear.weight.grad.cpu().flatten().tolist() + x.grad.cpu().flatten().tolist()
+
+    plain = gradients(None)
+    reentrant = gradients(True)
+    non_reentrant = gradients(False)
+    return {
+        "reentrant_matches_plain": reentrant == plain,
+        "non_reentrant_matches_plain": non_reentrant == plain,
+        "gradient_sum": sum(plain),
+    }
+
+
+# ----------------------------------------------------------------------------- 0004
+
+
+@scenario
+def save_on_cpu_pinned(device: str) -> dict[str, Any]:
+    """Which device module does `save_on_cpu(pin_memory=True)` ask whether it can pin?"""
+    consulted: list[str] = []
+    modules = {"cuda": torch.cuda}
+    accelerator = torch.accelerator.current_accelerator()
+    if accelerator is not None:
+        modules[accelerator.type] = torch.get_device_module(accelerator)
+    originals = {name: module.is_available for name, module in modules.items()}
+
+    def spy(name: str) -> Callable[[], bool]:
+        def is_available() -> bool:
+            consulted.append(name)
+            return originals[name]()
+
+        return is_available
+
+    linear = torch.nn.Linear(8, 8).to(device)
+    x = _tensor(device, 4, 8, requires_grad=True)
+    for name, module in modules.items():
+        module.is_available = spy(name)
+    try:
+        with torch.autograd.graph.save_on_cpu(pin_memory=True):
+            out = linear(x).relu().sum()
+        out.backward()
+        outcome: Any = {"gradient_sum": float(x.grad.sum().cpu())}
+    except (RuntimeError, NotImplementedError) as exc:
+        outcome = _error(exc)
+    finally:
+        for name, module in modules.items():
+            module.is_available = originals[name]
+    return {"consulted": sorted(set(consulted)), "outcome": outcome}
+
+
+# ----------------------------------------------------------------------------- 0005
+
+
+@scenario
+def dynamo_rng(device: str) -> dict[str, Any]:
+    """A draw inside dynamo's RNG-preserving helpers is undone for the device's generator?"""
+    from torch._dynamo.convert_frame import preserve_global_state
+    from torch._dynamo.utils import checkpoint_params, preserve_rng_state
+
+    if device == "cpu":
+        get_state = torch.get_rng_state
+        torch.manual_seed(0)
+    else:
+        module = torch.get_device_module(device)
+        get_state = module.get_rng_state
+        module.manual_seed(0)
+
+    def draw() -> None:
+        torch.rand(16, device=device)
+
+    before = get_state().clone()
+    with preserve_rng_state():
+        draw()
+    after_preserve = torch.equal(before, get_state())
+
+    gm = torch.fx.symbolic_trace(torch.nn.Linear(2, 2))
+    before = get_state().clone()
+    restore = checkpoint_params(gm)
+    draw()
+    restore()
+    after_checkpoint_params = torch.equal(before, get_state())
+
+    before = get_state().clone()
+    preserve_global_state(draw)()
+    after_global_state = torch.equal(before, get_state())
+    return {
+        "preserve_rng_state": after_preserve,
+        "checkpoint_params": after_checkpoint_params,
+        "preserve_global_state": after_global_state,
+    }
+
+
+# ----------------------------------------------------------------------------- 0006
+
+
+class _DoneWork(torch.distributed._Work):
+    def __init__(self, result: Any) -> None:
+        super().__init__()
+        self._result = result
+
+    def wait(self, timeout: Any = None) -> bool:
+        return True
+
+    def get_future(self) -> torch.futures.Future:
+        future: torch.futures.Future = torch.futures.Future()
+        future.set_result(self._result)
+        return future
+
+
+class _SingleRankGroup(torch.distributed.ProcessGroup):
+    """A world of one rank, for device tensors gloo refuses: every collective is the identity."""
+
+    def __init__(self) -> None:
+        super().__init__(0, 1)
+
+    def broadcast(self, tensors: list[torch.Tensor], opts: Any) -> _DoneWork:
+        return _DoneWork(tensors)
+
+    def allreduce(self, tensors: list[torch.Tensor], opts: Any) -> _DoneWork:
+        return _DoneWork(tensors)
+
+    def allgather(
+        self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any
+    ) -> _DoneWork:
+        for out, inp in zip(outputs, inputs, strict=True):
+            for o in out:
+                o.copy_(inp)
+        return _DoneWork(outputs)
+
+    def getBackendName(self) -> str:
+        return "single-rank"
+
+
+@scenario
+def ddp_bf16_hook(device: str) -> dict[str, Any]:
+    """Does DDP accept `bf16_compress_hook` for a module on this device?"""
+    import torch.distributed as dist
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import bf16_compress_hook
+
+    _init_single_process_group()
+    try:
+        module = torch.nn.Linear(4, 4).to(device)
+        group = None if device == "cpu" else _SingleRankGroup()
+        ddp = torch.nn.parallel.DistributedDataParallel(module, process_group=group)
+        try:
+            ddp.register_comm_hook(None, bf16_compress_hook)
+            registered: Any = True
+        except TypeError as exc:
+            registered = _error(exc)
+        return {"ddp_device_type": ddp.device_type, "hook_registered": registered}
+    finally:
+        dist.destroy_process_group()
+
+
+# ----------------------------------------------------------------------------- 0007
+
+
+@scenario
+def register_backend_default_devices(device: str) -> dict[str, Any]:
+    """Devices assumed for a backend registered (or named) without `devices`."""
+    import torch.distributed as dist
+    from torch.distributed.distributed_c10d import BackendConfig
+
+    def create(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("never called")
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        dist.Backend.register_backend("patchtestbackend", create)
+        registered_map = BackendConfig(dist.Backend("patchtestbackend")).device_backend_map
+        unknown_map = BackendConfig("patchtestunknown").device_backend_map  # type: ignore[arg-type]
+    return {
+        "capability": dist.Backend.backend_capability["patchtestbackend"],
+        "registered_config_devices": sorted(registered_map),
+        "unknown_config_devices": sorted(unknown_map),
+        "warnings": _warnings(record),
+    }
+
+
+# ----------------------------------------------------------------------------- 0008
+
+
+@scenario
+def device_mesh_default_group(device: str) -> dict[str, Any]:
+    """Does a 1-D mesh over the whole (gloo) world reuse the default group?"""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+
+    _init_single_process_group()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "set the device before DeviceMesh": irrelevant here
+            mesh = init_device_mesh(device, (1,))
+        group = mesh.get_group()
+        return {
+            "reuses_default_group": group is dist.group.WORLD,
+            "mesh_group_backend": dist.get_backend(group),
+        }
+    finally:
+        dist.destroy_process_group()
+
+
+# ----------------------------------------------------------------------------- 0009
+
+
+@scenario
+def memory_snapshot(device: str) -> dict[str, Any]:
+    """What `torch.accelerator.memory._snapshot()` does."""
+    try:
+        snapshot = torch.accelerator.memory._snapshot()
+    except (AttributeError, RuntimeError) as exc:
+        return _error(exc)
+    return {"keys": sorted(snapshot)}
+
+
+# ----------------------------------------------------------------------------- 0010
+
+
+@scenario
+def profiler_memory_timeline(device: str) -> dict[str, Any]:
+    """The peak memory written into the memory-timeline plot for this device."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import tempfile
+    import types
+
+    from matplotlib.axes import Axes
+    from torch.profiler._memory_profiler import _CATEGORY_TO_INDEX, MemoryProfileTimeline
+
+    keep = torch.empty(64 * 1024 * 1024, dtype=torch.float32, device=device)  # 256 MiB
+    width = max(_CATEGORY_TO_INDEX.values()) + 2
+    nbytes = keep.nbytes
+    timeline = types.SimpleNamespace(
+        _coalesce_timeline=lambda device_str: ([0, 1000], [[0] * width, [nbytes] + [0] * (width - 1)])
+    )
+    titles: list[str] = []
+    set_title = Axes.set_title
+
+    def record_title(self: Axes, label: str, *args: Any, **kwargs: Any) -> Any:
+        titles.append(label)
+        return set_title(self, label, *args, **kwargs)
+
+    Axes.set_title = record_title  # type: ignore[method-assign]
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            device_str = "cpu" if device == "cpu" else f"{device}:0"
+            MemoryProfileTimeline.export_memory_timeline_html(
+                timeline, os.path.join(tmp, "t.html"), device_str
+            )
+    finally:
+        Axes.set_title = set_title  # type: ignore[method-assign]
+    del keep
+    return {"title": titles[-1].replace("\n", " ").strip() if titles else None}
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main(argv: list[str]) -> int:
+    device, *names = argv
+    if device == "neuron":
+        from accel_neuron import emulator
+
+        emulator.install()
+    elif device != "cpu":
+        raise SystemExit(f"unknown device {device!r}: use neuron or cpu")
+    if names == ["all"]:
+        names = list(SCENARIOS)
+    results = {name: SCENARIOS[name](device) for name in names}
+    print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

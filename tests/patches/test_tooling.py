@@ -1,0 +1,219 @@
+"""The series and the tooling: it applies cleanly, the pure-Python applier agrees with git,
+``accel patches`` commands, in-place apply/revert, version mismatch, overlay activation."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from accel_abstraction.patching import HunkMismatchError, PatchError, TorchVersionMismatchError
+from accel_abstraction.patching.apply import MANIFEST, check_series, patched_texts
+from accel_abstraction.patching.cli import main as patches_main
+from accel_abstraction.patching.series import load_series
+from accel_abstraction.patching.unidiff import apply_file_diff, parse_diff
+
+
+def _pristine_copy(series, torch_root: Path, dest: Path, version: str | None = None) -> Path:
+    """A minimal torch tree: the files the series touches and version.py."""
+    for rel in series.files:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(torch_root / rel, dest / rel)
+    version_py = (torch_root / "torch" / "version.py").read_text()
+    if version is not None:
+        version_py = re.sub(r"^__version__ = .*$", f"__version__ = '{version}'", version_py, flags=re.M)
+    (dest / "torch" / "version.py").write_text(version_py)
+    return dest
+
+
+# ----------------------------------------------------------------------------- the series
+
+
+def test_series_lists_every_patch_file_in_order(series) -> None:
+    on_disk = sorted(p.name for p in series.directory.glob("*.patch"))
+    assert [p.name for p in series.patches] == on_disk
+    assert len(series.patches) >= 8
+    for patch in series.patches:
+        text = patch.path.read_text()
+        for header in ("From ", "From: ", "Date: ", "Subject: [PATCH"):
+            assert header in text, (patch.name, header)
+        for section in ("Problem:", "Who it hurts:", "Fix:", "Test plan:"):
+            assert section in text, (patch.name, section)
+        assert all(f.startswith("torch/") for f in patch.files)
+
+
+def test_every_patch_applies_cleanly_to_the_installed_torch(series, torch_root: Path) -> None:
+    results = check_series(series, torch_root)
+    assert [(r.patch.name, r.state) for r in results] == [(p.name, "applies") for p in series.patches]
+
+
+def test_git_apply_accepts_the_series_and_agrees_with_the_python_applier(
+    series, torch_root: Path, tmp_path: Path
+) -> None:
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("git not installed")
+    tree = _pristine_copy(series, torch_root, tmp_path / "site-packages")
+    for patch in series.patches:
+        for args in (["--check"], []):
+            done = subprocess.run(
+                [git, "apply", *args, str(patch.path)], cwd=tree, capture_output=True, text=True, timeout=60
+            )
+            assert done.returncode == 0, (patch.name, done.stderr)
+    for rel, (_, patched) in patched_texts(series, torch_root).items():
+        assert (tree / rel).read_text() == patched, rel
+
+
+# ----------------------------------------------------------------------------- the applier
+
+
+ORIGINAL = "".join(f"line {i}\n" for i in range(1, 21))
+DIFF = textwrap.dedent(
+    """\
+    --- a/torch/x.py
+    +++ b/torch/x.py
+    @@ -9,3 +9,3 @@
+     line 9
+    -line 10
+    +line ten
+     line 11
+    """
+)
+
+
+def test_applier_finds_a_hunk_at_an_offset_and_reverses_it() -> None:
+    (diff,) = parse_diff(DIFF)
+    shifted = "extra\nextra\n" + ORIGINAL
+    patched = apply_file_diff(shifted, diff)
+    assert patched == shifted.replace("line 10\n", "line ten\n")
+    assert apply_file_diff(patched, diff, reverse=True) == shifted
+
+
+def test_applier_refuses_mismatched_context_without_fuzz() -> None:
+    (diff,) = parse_diff(DIFF)
+    with pytest.raises(HunkMismatchError, match=r"hunk 1 .* does not apply to torch/x.py"):
+        apply_file_diff(ORIGINAL.replace("line 11\n", "line eleven\n"), diff)
+
+
+def test_applier_handles_a_missing_newline_at_end_of_file() -> None:
+    diff_text = "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n"
+    (diff,) = parse_diff(diff_text)
+    assert apply_file_diff("a\nb", diff) == "a\nc"
+
+
+def test_parser_refuses_new_files_and_unsafe_paths() -> None:
+    with pytest.raises(PatchError, match="not supported"):
+        parse_diff("--- /dev/null\n+++ b/new.py\n@@ -0,0 +1 @@\n+x\n")
+    with pytest.raises(PatchError, match="unsafe path"):
+        parse_diff("--- a/../etc/passwd\n+++ b/../etc/passwd\n@@ -1 +1 @@\n-x\n+y\n")
+
+
+# ----------------------------------------------------------------------------- the CLI
+
+
+def test_cli_list_and_check(capsys: pytest.CaptureFixture[str], series) -> None:
+    assert patches_main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert all(p.name in out and p.subject in out for p in series.patches)
+    assert patches_main(["check"]) == 0
+    assert f"{len(series.patches)} apply, 0 already applied, 0 fail" in capsys.readouterr().out
+
+
+def test_cli_overlay_apply_and_revert(tmp_path: Path, series, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "overlay"
+    assert patches_main(["apply", "--target", str(target)]) == 0
+    manifest = json.loads((target / MANIFEST).read_text())
+    assert manifest["mode"] == "overlay"
+    assert sorted(manifest["files"]) == sorted(series.files)
+    assert all((target / rel).is_file() for rel in series.files)
+    assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*.py")) == sorted(series.files)
+    assert patches_main(["apply", "--target", str(target)]) == 0  # re-apply replaces its own overlay
+    assert patches_main(["revert", "--target", str(target)]) == 0
+    assert not target.exists()
+
+
+def test_cli_never_overwrites_a_directory_it_did_not_make(tmp_path: Path, capsys) -> None:
+    (tmp_path / "precious.txt").write_text("keep")
+    assert patches_main(["apply", "--target", str(tmp_path)]) == 2
+    assert "holds no manifest.json" in capsys.readouterr().err
+    assert patches_main(["revert", "--target", str(tmp_path)]) == 2
+    assert (tmp_path / "precious.txt").read_text() == "keep"
+
+
+def test_in_place_apply_backs_up_and_revert_restores(series, torch_root: Path, tmp_path: Path) -> None:
+    site = _pristine_copy(series, torch_root, tmp_path / "site-packages")
+    before = {rel: (site / rel).read_bytes() for rel in series.files}
+    state = tmp_path / "state"
+    assert patches_main(["apply", "--in-place", "--torch-root", str(site), "--target", str(state)]) == 0
+    expected = patched_texts(series, torch_root)
+    assert all((site / rel).read_text() == expected[rel][1] for rel in series.files)
+    assert all((state / "backup" / rel).read_bytes() == before[rel] for rel in series.files)
+    assert {r.state for r in check_series(series, site)} == {"applied"}
+    assert patches_main(["apply", "--torch-root", str(site), "--target", str(state)]) == 2  # revert first
+    assert patches_main(["revert", "--torch-root", str(site), "--target", str(state)]) == 0
+    assert {rel: (site / rel).read_bytes() for rel in series.files} == before
+    assert not state.exists()
+
+
+def test_version_mismatch_names_both_versions(
+    series, torch_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = _pristine_copy(series, torch_root, tmp_path / "site-packages", version="2.14.1")
+    assert patches_main(["check", "--torch-root", str(site)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert "torch 2.14.1 is installed" in err and "torch 2.13.0" in err
+    with pytest.raises(TorchVersionMismatchError):
+        load_series("2.14.1")
+
+
+# ----------------------------------------------------------------------------- activation
+
+
+ACTIVATION_PROBE = textwrap.dedent(
+    """\
+    import json, sys
+    from accel_abstraction.patching import PatchError, activate, deactivate
+    finder = activate(sys.argv[1])
+    assert activate(sys.argv[1]) is finder  # idempotent
+    import torch
+    import torch.amp.grad_scaler, torch.amp.autocast_mode, torch.utils.checkpoint
+    report = {
+        "patched": torch.amp.grad_scaler.__file__,
+        "checkpoint": torch.utils.checkpoint.__file__,
+        "untouched": torch.amp.autocast_mode.__file__,
+        "torch": torch.__file__,
+    }
+    deactivate()
+    try:
+        activate(sys.argv[1])
+    except PatchError as exc:
+        report["late"] = str(exc)
+    print(json.dumps(report))
+    """
+)
+
+
+@pytest.mark.slow
+def test_activate_serves_exactly_the_patched_modules_and_must_come_first(
+    overlay: Path, torch_root: Path, tmp_path: Path
+) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(ACTIVATION_PROBE)
+    done = subprocess.run(
+        [sys.executable, str(probe), str(overlay)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    resolved = overlay.resolve()
+    assert report["patched"] == str(resolved / "torch/amp/grad_scaler.py")
+    assert report["checkpoint"] == str(resolved / "torch/utils/checkpoint.py")
+    assert report["untouched"] == str(torch_root / "torch/amp/autocast_mode.py")
+    assert report["torch"] == str(torch_root / "torch/__init__.py")
+    assert "before 'import torch'" in report["late"]
