@@ -1,0 +1,133 @@
+"""Redirects for the ``torch.cuda`` module: each function the backend interface covers.
+
+``torch.cuda.is_available()`` and ``device_count()`` answer for the *selected backend*
+when called from user code (a script then takes its accelerator path, which is
+redirected); torch's own calls still get the real answers, so torch never enters a CUDA
+code path it cannot serve. ``torch.cuda.Stream`` / ``Event`` construct the backend's
+classes where ``capabilities()`` declares streams/events. Functions of ``torch.cuda`` the
+interface has no equivalent for raise :class:`~accel_abstraction.redirect.errors.RedirectCapabilityError`
+from user code (unless the selected backend is CUDA itself, which serves them).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .devices import CUDA
+from .serve import NO_NEUTRAL, Server
+from .spec import Redirect
+
+__all__ = ["cuda_module_redirects"]
+
+#: torch.cuda functions left alone even when unsupported (harmless, true answers on any build).
+_LEFT_ALONE = frozenset({"is_initialized"})
+
+
+def _table(s: Server) -> dict[str, tuple[Callable[..., Any], str, str, Any]]:
+    """name -> (impl, category, hint, neutral value under allow_missing)."""
+    b = s.backend
+    idx = s.translator.index
+    no = NO_NEUTRAL
+    return {
+        # identity
+        "is_available": (lambda: b.is_available(), "device", "accel.is_available()", no),
+        "device_count": (lambda: b.device_count(), "device", "accel.device_count()", no),
+        "current_device": (lambda: b.current_device(), "device", "accel.current_device()", no),
+        "set_device": (lambda device: b.set_device(idx(device)), "device", "accel.set_device(i)", no),
+        "get_device_name": (lambda device=None: b.device_name(idx(device)), "device", "accel.device_name()", no),
+        # execution
+        "synchronize": (lambda device=None: b.synchronize(idx(device)), "execution", "accel.synchronize()", no),
+        "current_stream": (lambda device=None: b.current_stream(idx(device)), "execution", "accel.current_stream()", no),
+        "stream": (lambda stream: b.stream(stream), "execution", "accel.stream(s)", no),
+        # memory
+        "memory_allocated": (lambda device=None: b.memory_allocated(idx(device)), "memory", "accel.memory_allocated()", 0),
+        "max_memory_allocated": (
+            lambda device=None: b.max_memory_allocated(idx(device)), "memory", "accel.max_memory_allocated()", 0,
+        ),
+        "memory_reserved": (lambda device=None: b.memory_reserved(idx(device)), "memory", "accel.memory_reserved()", 0),
+        "max_memory_reserved": (
+            lambda device=None: b.max_memory_reserved(idx(device)), "memory", "accel.max_memory_reserved()", 0,
+        ),
+        "memory_cached": (lambda device=None: b.memory_reserved(idx(device)), "memory", "accel.memory_reserved()", 0),
+        "max_memory_cached": (
+            lambda device=None: b.max_memory_reserved(idx(device)), "memory", "accel.max_memory_reserved()", 0,
+        ),
+        "reset_peak_memory_stats": (
+            lambda device=None: b.reset_peak_memory_stats(idx(device)), "memory", "accel.reset_peak_memory_stats()", None,
+        ),
+        "reset_max_memory_allocated": (
+            lambda device=None: b.reset_peak_memory_stats(idx(device)), "memory", "accel.reset_peak_memory_stats()", None,
+        ),
+        "empty_cache": (lambda: b.empty_cache(), "memory", "accel.empty_cache()", None),
+        "memory_stats": (lambda device=None: b.memory_stats(idx(device)), "memory", "accel.memory_stats()", dict),
+        "mem_get_info": (lambda device=None: b.mem_get_info(idx(device)), "memory", "accel.mem_get_info()", no),
+        # RNG
+        "manual_seed": (lambda seed: b.manual_seed(seed), "rng", "accel.manual_seed(s)", no),
+        "manual_seed_all": (lambda seed: b.manual_seed_all(seed), "rng", "accel.manual_seed_all(s)", no),
+        "seed": (lambda: b.seed(), "rng", "accel.seed()", no),
+        "seed_all": (lambda: b.seed(), "rng", "accel.seed()", no),
+        "initial_seed": (lambda: b.initial_seed(), "rng", "accel.initial_seed()", no),
+        "get_rng_state": (lambda device=CUDA: b.get_rng_state(idx(device)), "rng", "accel.get_rng_state()", no),
+        "set_rng_state": (
+            lambda new_state, device=CUDA: b.set_rng_state(new_state, idx(device)), "rng", "accel.set_rng_state(s)", no,
+        ),
+        "get_rng_state_all": (lambda: b.get_rng_state_all(), "rng", "accel.get_rng_state_all()", no),
+        "set_rng_state_all": (lambda new_states: b.set_rng_state_all(new_states), "rng", "accel.set_rng_state_all(s)", no),
+        # AMP support queries
+        "is_bf16_supported": (lambda including_emulation=True: b.is_bf16_supported(), "amp", "accel.is_bf16_supported()", no),
+    }  # fmt: skip
+
+
+def _class_redirect(s: Server, name: str, feature: str) -> Redirect:
+    """``torch.cuda.Stream`` / ``Event``: construct the backend's class, or raise if it has none."""
+    api = f"torch.cuda.{name}"
+    b = s.backend
+    rec = s.recorder
+    real: Any = getattr(b, name) if b.capabilities().supports(feature) else None
+    rec.describe(api, "execution", f"accel.backend().{name}")
+
+    class _Meta(type):
+        def __instancecheck__(cls, obj: Any) -> bool:
+            return real is not None and isinstance(obj, real)
+
+        def __subclasscheck__(cls, sub: type) -> bool:
+            return real is not None and issubclass(sub, real)
+
+    def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
+        key = rec.hit(api)
+        if real is None:
+            raise s.capability_error(api, None, key, feature)
+        return real(*args, **kwargs)
+
+    cls = _Meta(name, (), {"__new__": __new__, "__doc__": f"{api}, redirected to backend {b.name!r}.",
+                           "__module__": "torch.cuda", "__qualname__": name})  # fmt: skip
+    return Redirect(torch.cuda, name, cls, "execution", api, f"accel.backend().{name}", record=False)
+
+
+def cuda_module_redirects(s: Server) -> list[Redirect]:
+    """Every redirect of ``torch.cuda.*`` for the backend ``s`` serves."""
+    out = []
+    table = _table(s)
+    for name, (impl, category, hint, neutral) in table.items():
+        original = getattr(torch.cuda, name, None)
+        if original is None:
+            continue
+        api = f"torch.cuda.{name}"
+        out.append(Redirect(torch.cuda, name, s.function(api, original, impl, category, hint, neutral),
+                            category, api, hint, record=False))  # fmt: skip
+    out.append(_class_redirect(s, "Stream", "streams"))
+    out.append(_class_redirect(s, "Event", "events"))
+    if s.backend.device_type != CUDA:
+        for name in getattr(torch.cuda, "__all__", ()):
+            fn = getattr(torch.cuda, name, None)
+            if name in table or name in _LEFT_ALONE or not inspect.isfunction(fn):
+                continue
+            api = f"torch.cuda.{name}"
+            out.append(Redirect(torch.cuda, name, s.unsupported(api, fn, ""), "unsupported", api, record=False))
+    return out
+
+

@@ -1,0 +1,86 @@
+"""Redirects for ``torch.distributed``: ``"nccl"`` becomes the backend's ``dist_backend()``.
+
+``init_process_group(backend=...)`` and ``new_group(backend=...)``: ``"nccl"`` maps to
+``backend.dist_backend()``; in a per-device string (``"cpu:gloo,cuda:nccl"``) the CUDA
+entry maps to ``"<device_type>:<dist_backend>"`` (an explicit entry for that device type
+wins). A CUDA ``device_id`` is translated like any device argument.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from .devices import CUDA
+from .serve import Server
+from .spec import Redirect
+
+__all__ = ["dist_redirects", "translate_dist_backend"]
+
+NCCL = "nccl"
+
+
+def translate_dist_backend(value: Any, device_type: str, dist_backend: str) -> Any:
+    """The collective-library string for ``value`` on the selected backend (``value`` if it names no NCCL)."""
+    if not isinstance(value, str) or NCCL not in value.lower():
+        return value
+    if ":" not in value:
+        return dist_backend if value.strip().lower() == NCCL else value
+    pairs: dict[str, str] = {}
+    for part in value.split(","):
+        dev, _, lib = part.strip().partition(":")
+        pairs[dev.strip().lower()] = lib.strip()
+    cuda_lib = pairs.pop(CUDA, None)
+    if cuda_lib is not None and cuda_lib.lower() == NCCL:
+        pairs.setdefault(device_type, dist_backend)
+    elif cuda_lib is not None:
+        pairs[CUDA] = cuda_lib
+    return ",".join(f"{dev}:{lib}" for dev, lib in pairs.items())
+
+
+def dist_redirects(s: Server) -> list[Redirect]:
+    try:
+        import torch.distributed as dist
+    except ImportError:  # torch built without distributed support
+        return []
+    if not dist.is_available():
+        return []
+    b = s.backend
+    rec = s.recorder
+    t = s.translator
+    out = []
+
+    def wrap(name: str, backend_pos: int) -> None:
+        original: Callable[..., Any] = getattr(dist, name)
+        api = f"torch.distributed.{name}(backend='nccl')"
+        rec.describe(api, "distributed", "backend=accel.dist_backend()")
+
+        def replacement(*args: Any, **kwargs: Any) -> Any:
+            changed = False
+            lib = b.dist_backend()
+            if len(args) > backend_pos:
+                new = translate_dist_backend(args[backend_pos], b.device_type, lib)
+                if new is not args[backend_pos]:
+                    args = args[:backend_pos] + (new,) + args[backend_pos + 1:]
+                    changed = True
+            if "backend" in kwargs:
+                new = translate_dist_backend(kwargs["backend"], b.device_type, lib)
+                changed = changed or new is not kwargs["backend"]
+                kwargs["backend"] = new
+            if kwargs.get("device_id") is not None:
+                dev = kwargs["device_id"]
+                new_dev = t.translate(dev)
+                if new_dev is not dev:
+                    kwargs["device_id"] = new_dev
+                    changed = True
+            if changed:
+                rec.hit(api)
+            return original(*args, **kwargs)
+
+        functools.update_wrapper(replacement, original)
+        out.append(Redirect(dist, name, replacement, "distributed", api, "backend=accel.dist_backend()", record=False))
+
+    wrap("init_process_group", 0)
+    wrap("new_group", 2)
+    return out

@@ -1,0 +1,99 @@
+"""The report of a redirected run: which CUDA APIs were called where, how often, what to port them to.
+
+:func:`as_json` gives JSON-ready data; :func:`print_table` a rich table (``accel run``
+prints it to stderr, so a script's own stdout stays clean).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import IO, Any
+
+from .sites import Site
+
+__all__ = ["as_json", "print_table", "write_json"]
+
+SCHEMA = 1
+
+
+def _rel(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def as_json(sites: Sequence[Site], backend: str, device_type: str, allow_missing: bool) -> dict[str, Any]:
+    """The report as JSON-ready data (``schema`` 1)."""
+    totals: dict[str, int] = {}
+    for s in sites:
+        totals[s.status] = totals.get(s.status, 0) + s.count
+    return {
+        "schema": SCHEMA,
+        "backend": backend,
+        "device_type": device_type,
+        "allow_missing": allow_missing,
+        "sites": [
+            {
+                "file": s.file,
+                "line": s.line,
+                "function": s.function,
+                "api": s.api,
+                "category": s.category,
+                "status": s.status,
+                "count": s.count,
+                "port_to": s.hint,
+            }
+            for s in sites
+        ],
+        "calls": totals,
+    }
+
+
+def write_json(data: dict[str, Any], path: str) -> None:
+    """Write the report to ``path`` (``"-"``: stdout)."""
+    text = json.dumps(data, indent=2) + "\n"
+    if path == "-":
+        import sys
+
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+_STYLE = {"redirected": "green", "missing": "yellow", "failed": "bold red"}
+
+
+def print_table(sites: Sequence[Site], backend: str, allow_missing: bool, file: IO[str] | None = None) -> None:
+    """Print the report as a rich table (to ``file``, default stderr)."""
+    import sys
+
+    from rich.console import Console
+    from rich.table import Table
+
+    out = file or sys.stderr
+    console = Console(file=out, width=None if out.isatty() else 160)
+    if not sites:
+        console.print(f"accel run: no CUDA API was redirected (backend {backend!r}).")
+        return
+    table = Table(title=f"CUDA calls redirected to backend {backend!r}", title_justify="left")
+    for col, kw in (("where", {}), ("API", {}), ("category", {}), ("calls", {"justify": "right"}),
+                    ("status", {}), ("port to", {})):  # fmt: skip
+        table.add_column(col, **kw)  # type: ignore[arg-type]
+    for s in sites:
+        style = _STYLE.get(s.status, "")
+        table.add_row(f"{_rel(s.file)}:{s.line}", s.api, s.category, str(s.count),
+                      f"[{style}]{s.status}[/]" if style else s.status, s.hint)  # fmt: skip
+    console.print(table)
+    files = len({s.file for s in sites})
+    console.print(
+        f"{len(sites)} call site{'s' * (len(sites) != 1)} in {files} file{'s' * (files != 1)}; "
+        f"`accel port` rewrites them to the portable API."
+    )
+    if any(s.status == "missing" for s in sites):
+        console.print("[yellow]missing[/]: the backend keeps no such statistic; --allow-missing served 0 / {} / nothing.")

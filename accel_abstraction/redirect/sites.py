@@ -1,0 +1,156 @@
+"""Where user code called a redirected CUDA API: file, line, API, how often (the hot path).
+
+Each redirected call asks :meth:`SiteRecorder.enter` who called it. The caller's code
+object is classified once (cached per code object) as *internal* (torch,
+accel-abstraction, the selected backend's plugin package, FX-generated code) or *user*
+code. A call from user code is counted under ``(code, line, api)``; for an internal caller
+the stack is walked up to the first user frame, so ``nn.Linear(4, 4, device="cuda")`` is
+reported at the user's line, not inside ``torch/nn``.
+
+Counting is a dictionary update without a lock: under free-threaded concurrency a count
+can be one short, never attributed to the wrong line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import CodeType, FrameType
+
+from torch.compiler import is_compiling
+
+__all__ = ["Site", "SiteRecorder"]
+
+_getframe = sys._getframe
+
+#: Status of a site: served by the backend, served a neutral value (``allow_missing``), or raised.
+REDIRECTED, MISSING, FAILED = "redirected", "missing", "failed"
+
+# Generated code that is never the user's: FX graph modules, frozen importlib.
+_GENERATED_PREFIXES = ("<eval_with_key", "<frozen ")
+
+Key = tuple[CodeType, int, str]
+
+
+@dataclass(frozen=True)
+class Site:
+    """One call site of one redirected API."""
+
+    file: str
+    line: int
+    function: str
+    api: str
+    category: str
+    status: str
+    count: int
+    hint: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+class SiteRecorder:
+    """Counts redirected calls per call site. One per installed redirect."""
+
+    def __init__(self, internal_dirs: Iterable[str]) -> None:
+        self._dirs = tuple(sorted({os.path.join(os.path.realpath(d), "") for d in internal_dirs}))
+        self._internal: dict[CodeType, bool] = {}
+        self.counts: dict[Key, int] = {}
+        self.status: dict[Key, str] = {}
+        self.meta: dict[str, tuple[str, str]] = {}
+
+    # -------------------------------------------------------------- classification
+
+    def _classify(self, code: CodeType) -> bool:
+        name = code.co_filename
+        if name.startswith(_GENERATED_PREFIXES):
+            internal = True
+        elif name.startswith("<"):
+            internal = False  # <string>, <stdin>, notebooks: the user's code
+        else:
+            internal = os.path.realpath(name).startswith(self._dirs)
+        self._internal[code] = internal
+        return internal
+
+    def is_internal(self, code: CodeType) -> bool:
+        """True if ``code`` belongs to torch, accel-abstraction, the backend's plugin, or generated code."""
+        flag = self._internal.get(code)
+        return self._classify(code) if flag is None else flag
+
+    def _user_frame(self, frame: FrameType | None) -> FrameType | None:
+        internal = self._internal
+        while frame is not None:
+            code = frame.f_code
+            flag = internal.get(code)
+            if flag is None:
+                flag = self._classify(code)
+            if not flag:
+                return frame
+            frame = frame.f_back
+        return None
+
+    # -------------------------------------------------------------- recording
+
+    def describe(self, api: str, category: str, hint: str) -> None:
+        """Register how ``api`` is reported (once, at install)."""
+        self.meta[api] = (category, hint)
+
+    def enter(self, api: str, depth: int = 2) -> Key | None:
+        """Count a call of ``api`` made by the frame ``depth`` levels up; None if that caller is internal.
+
+        The redirect serves a user call and hands an internal call to the original.
+        While torch.compile traces, nothing is counted and the call is served (frames
+        cannot be inspected there); an empty key is returned.
+        """
+        if is_compiling():
+            return ()  # type: ignore[return-value]
+        frame = _getframe(depth)
+        code = frame.f_code
+        flag = self._internal.get(code)
+        if flag is None:
+            flag = self._classify(code)
+        if flag:
+            return None
+        key = (code, frame.f_lineno, api)
+        counts = self.counts
+        counts[key] = counts.get(key, 0) + 1
+        return key
+
+    def hit(self, api: str, depth: int = 2) -> Key | None:
+        """Count a call of ``api``, attributed to the nearest user frame at or above ``depth``."""
+        if is_compiling():
+            return None
+        frame = self._user_frame(_getframe(depth))
+        if frame is None:
+            return None
+        key = (frame.f_code, frame.f_lineno, api)
+        counts = self.counts
+        counts[key] = counts.get(key, 0) + 1
+        return key
+
+    def mark(self, key: Key | None, status: str) -> None:
+        """Set the status of a counted site (``missing`` or ``failed``)."""
+        if key:
+            self.status[key] = status
+
+    @staticmethod
+    def where(key: Key | None) -> str:
+        """``"file:line"`` of a key, for error messages."""
+        if not key:
+            return ""
+        return f"{key[0].co_filename}:{key[1]}"
+
+    # -------------------------------------------------------------- results
+
+    def sites(self) -> list[Site]:
+        """The counted sites, ordered by file and line."""
+        out = []
+        for (code, line, api), count in list(self.counts.items()):
+            category, hint = self.meta.get(api, ("other", ""))
+            status = self.status.get((code, line, api), REDIRECTED)
+            out.append(Site(code.co_filename, line, code.co_name, api, category, status, count, hint))
+        out.sort(key=lambda s: (s.file, s.line, s.api))
+        return out

@@ -1,0 +1,55 @@
+"""The full list of redirects for one backend: the core's CUDA table, then the plugins'.
+
+Plugins contribute through the ``accel_redirects(backend, register)`` hook; a plugin's
+:class:`Redirect` replaces a core one with the same ``(target, name)``. A plugin function
+with ``record=True`` is wrapped like a core one (user calls counted, internal calls get
+the original).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from ..errors import PluginError
+from .amp import amp_redirects
+from .cuda_module import cuda_module_redirects
+from .dist import dist_redirects
+from .knobs import knob_redirects
+from .serve import Server
+from .spec import Redirect
+from .tensors import tensor_redirects
+
+__all__ = ["build_redirects", "plugin_redirects"]
+
+
+def plugin_redirects(s: Server) -> list[Redirect]:
+    """Redirects contributed by plugins for ``s.backend``, wrapped for recording where asked."""
+    from ..plugins import get_plugin_manager
+
+    added: list[Any] = []
+    get_plugin_manager().hook.accel_redirects(backend=s.backend, register=added.append)
+    out = []
+    for r in added:
+        if not isinstance(r, Redirect):
+            raise PluginError(
+                f"an accel_redirects hook registered {r!r}; register() takes an accel_abstraction.redirect.Redirect"
+            )
+        if r.record and inspect.isfunction(r.replacement):
+            original = getattr(r.target, r.name, None)
+            if original is not None:
+                wrapped = s.function(r.label, original, r.replacement, r.category, r.hint)
+                r = Redirect(r.target, r.name, wrapped, r.category, r.label, r.hint, record=False)
+            else:
+                s.recorder.describe(r.label, r.category, r.hint)
+        out.append(r)
+    return out
+
+
+def build_redirects(s: Server) -> list[Redirect]:
+    """Every redirect to install for ``s.backend``: one per ``(target, name)``, plugins last (they win)."""
+    table: dict[tuple[int, str], Redirect] = {}
+    core = cuda_module_redirects(s) + tensor_redirects(s) + amp_redirects(s) + dist_redirects(s) + knob_redirects(s)
+    for r in core + plugin_redirects(s):
+        table[(id(r.target), r.name)] = r
+    return list(table.values())

@@ -1,0 +1,150 @@
+"""Redirects for CUDA devices named in tensor code: factories, ``.to``/``.cuda``, ``torch.load``.
+
+These are plain reversible attribute patches, not a ``TorchFunctionMode``. Measured on
+this machine (``benchmarks/bench_redirect.py``): an active mode puts a Python call on
+*every* torch operation (``a + b`` on small tensors ~3x slower), is per-thread (a tensor
+made in another thread would escape it), while a patched factory costs one Python frame
+and a dictionary check on the factories only, for all threads, and torch.compile traces
+through it (``fullgraph=True`` holds with the ``eager`` and ``aot_eager`` backends).
+
+A call is counted in the report only when it actually named a CUDA device, at the nearest
+user frame (``nn.Linear(4, 4, device="cuda")`` is reported at the user's line).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .serve import Server
+from .spec import Redirect
+
+__all__ = ["FACTORIES", "tensor_redirects"]
+
+#: torch functions taking a ``device=`` keyword that is redirected when it names CUDA.
+FACTORIES = (
+    "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range",
+    "linspace", "logspace", "eye", "tensor", "as_tensor", "asarray", "empty_strided", "empty_permuted",
+    "scalar_tensor", "tril_indices", "triu_indices", "normal", "sparse_coo_tensor", "sparse_csr_tensor",
+    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
+    "hann_window", "hamming_window", "bartlett_window", "blackman_window", "kaiser_window",
+)  # fmt: skip
+
+#: Tensor methods taking a ``device=`` keyword.
+TENSOR_NEW = ("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "new_empty_strided")
+
+_HINT_DEVICE = "device=accel.device()"
+
+
+def _device_kw(s: Server, api: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    translate = s.translator.translate
+    rec = s.recorder
+    rec.describe(api, "device", _HINT_DEVICE)
+
+    def replacement(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            dev = kwargs.get("device")
+            if dev is not None:
+                new = translate(dev)
+                if new is not dev:
+                    kwargs["device"] = new
+                    rec.hit(api)
+        return original(*args, **kwargs)
+
+    functools.update_wrapper(replacement, original)
+    return replacement
+
+
+def _to(s: Server, api: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    to_args = s.translator.to_args
+    rec = s.recorder
+    rec.describe(api, "device", ".to(accel.device())")
+
+    def to(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs:
+            args, changed = to_args(args, kwargs)
+            if changed:
+                rec.hit(api)
+        return original(self, *args, **kwargs)
+
+    functools.update_wrapper(to, original)
+    return to
+
+
+def tensor_redirects(s: Server) -> list[Redirect]:
+    """Redirects of device arguments in tensor and module code."""
+    t = s.translator
+    rec = s.recorder
+    out: list[Redirect] = []
+
+    def add(target: Any, name: str, replacement: Any, api: str, hint: str = _HINT_DEVICE) -> None:
+        out.append(Redirect(target, name, replacement, "device", api, hint, record=False))
+
+    for name in FACTORIES:
+        fn = getattr(torch, name, None)
+        if fn is not None:
+            api = f"torch.{name}(device=cuda)"
+            add(torch, name, _device_kw(s, api, fn), api)
+    for name in TENSOR_NEW:
+        fn = getattr(torch.Tensor, name, None)
+        if fn is not None:
+            api = f"Tensor.{name}(device=cuda)"
+            add(torch.Tensor, name, _device_kw(s, api, fn), api)
+
+    tensor_to = torch.Tensor.to
+    module_to = torch.nn.Module.to
+    add(torch.Tensor, "to", _to(s, "Tensor.to(cuda)", tensor_to), "Tensor.to(cuda)", ".to(accel.device())")
+    add(torch.nn.Module, "to", _to(s, "Module.to(cuda)", module_to), "Module.to(cuda)", ".to(accel.device())")
+
+    rec.describe("Tensor.cuda()", "device", ".to(accel.device())")
+
+    def tensor_cuda(self: Any, device: Any = None, non_blocking: bool = False, memory_format: Any = torch.preserve_format) -> Any:
+        rec.hit("Tensor.cuda()")
+        return tensor_to(self, t.device_for(device), non_blocking=non_blocking, memory_format=memory_format)
+
+    functools.update_wrapper(tensor_cuda, torch.Tensor.cuda)
+    add(torch.Tensor, "cuda", tensor_cuda, "Tensor.cuda()", ".to(accel.device())")
+
+    rec.describe("Module.cuda()", "device", ".to(accel.device())")
+
+    def module_cuda(self: Any, device: Any = None) -> Any:
+        rec.hit("Module.cuda()")
+        return module_to(self, t.device_for(device))
+
+    functools.update_wrapper(module_cuda, torch.nn.Module.cuda)
+    add(torch.nn.Module, "cuda", module_cuda, "Module.cuda()", ".to(accel.device())")
+
+    to_empty = torch.nn.Module.to_empty
+    add(torch.nn.Module, "to_empty", _device_kw(s, "Module.to_empty(device=cuda)", to_empty), "Module.to_empty(device=cuda)")
+
+    set_default = torch.set_default_device
+    rec.describe("torch.set_default_device(cuda)", "device", "torch.set_default_device(accel.device())")
+
+    def set_default_device(device: Any) -> None:
+        new = t.translate(device)
+        if isinstance(device, int) and not isinstance(device, bool):
+            new = t.device_for(device)
+        if new is not device:
+            rec.hit("torch.set_default_device(cuda)")
+        set_default(new)
+
+    functools.update_wrapper(set_default_device, set_default)
+    add(torch, "set_default_device", set_default_device, "torch.set_default_device(cuda)")
+
+    load = torch.load
+    rec.describe("torch.load(map_location=cuda)", "device", "map_location=accel.device()")
+
+    def torch_load(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
+        hits: list[int] = []
+        mapped = t.map_location(map_location, lambda: hits.append(1))
+        result = load(f, mapped, *args, **kwargs)
+        if hits:
+            rec.hit("torch.load(map_location=cuda)")
+        return result
+
+    functools.update_wrapper(torch_load, load)
+    add(torch, "load", torch_load, "torch.load(map_location=cuda)", "map_location=accel.device()")
+    return out
