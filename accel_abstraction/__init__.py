@@ -335,6 +335,7 @@ _LAZY: dict[str, str] = {
     "DistInfo": "distributed",
     "DistributedError": "distributed",
     "log_metric": "metrics",
+    "redirect_cuda": "redirect",
 }
 
 
