@@ -91,20 +91,9 @@ def _backends(raw: str | None) -> list[str]:
         if names:
             return names
         raise ConfigError(f"--backends {raw!r} names no backend")
-    from ..plugins import get_host
+    from .runner import available_backends
 
-    names = []
-    for entry in get_host().registry.by_priority():
-        try:
-            backend = entry.spec.factory(None)
-        except Exception as exc:  # a broken factory leaves the default list, it does not stop it
-            print(
-                f"accel parity: skipping backend {entry.spec.name!r}: its factory raised {type(exc).__name__}: {exc}"
-            )
-            continue
-        if backend.is_available():
-            names.append(entry.spec.name)
-    return names[::-1]  # lowest priority (the host CPU) first: the reference
+    return available_backends()
 
 
 def run(args: argparse.Namespace) -> int:

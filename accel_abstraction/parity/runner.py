@@ -23,7 +23,7 @@ from typing import Any
 
 from ..metrics import ENV_VAR as METRICS_ENV
 
-__all__ = ["BackendRun", "backend_env", "run_backends"]
+__all__ = ["BackendRun", "available_backends", "backend_env", "emulation_var", "run_backends"]
 
 POLL_SECONDS = 0.1
 
@@ -97,6 +97,28 @@ def backend_env(name: str) -> tuple[dict[str, str], str]:
     if _availability(name, emulated)[0]:
         return emulated, ""
     return changes, reason
+
+
+def available_backends() -> list[str]:
+    """Registered backends available in this environment, lowest priority (the host CPU) first."""
+    import warnings
+
+    from ..plugins import get_host
+
+    names = []
+    for entry in get_host().registry.by_priority():
+        try:
+            backend = entry.spec.factory(None)
+        except Exception as exc:  # a broken factory leaves the default list, it does not stop it
+            warnings.warn(
+                f"skipping backend {entry.spec.name!r}: its factory raised {exc!r}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            continue
+        if backend.is_available():
+            names.append(entry.spec.name)
+    return names[::-1]
 
 
 def _label(names: Sequence[str]) -> list[str]:
