@@ -42,7 +42,42 @@ def _dropout_(input: torch.Tensor, p: float, train: bool) -> torch.Tensor:
     return input.mul_(noise)
 
 
+_FLASH = 1  # sdp::SDPBackend::flash_attention
+
+
+def _bool_mask_to_additive(mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    if mask is None or mask.dtype != torch.bool:
+        return mask
+    zero = torch.zeros((), dtype=dtype, device=mask.device)
+    return torch.where(mask.logical_not(), float("-inf"), zero)
+
+
+def _sdpa(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> torch.Tensor:
+    # What the CPU runs: ask the CPU backend chooser, then call the CPU flash kernel or the math path.
+    choice = aten._fused_sdp_choice(
+        query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
+    )
+    mask = _bool_mask_to_additive(attn_mask, query.dtype)
+    if choice == _FLASH:
+        return aten._scaled_dot_product_flash_attention_for_cpu(
+            query, key, value, dropout_p, is_causal, attn_mask=mask, scale=scale
+        )[0]
+    return aten._scaled_dot_product_attention_math(
+        query, key, value, mask, dropout_p, is_causal, None, scale=scale, enable_gqa=enable_gqa
+    )[0]
+
+
 def register(lib: torch.library.Library) -> None:
     """Register the CPU-shaped decompositions at AutogradPrivateUse1 in `lib` (an aten IMPL library)."""
     lib.impl("dropout", _dropout, "AutogradPrivateUse1")
     lib.impl("dropout_", _dropout_, "AutogradPrivateUse1")
+    lib.impl("scaled_dot_product_attention", _sdpa, "AutogradPrivateUse1")

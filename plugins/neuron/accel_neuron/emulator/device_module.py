@@ -87,7 +87,7 @@ class device:
 
 
 def is_initialized() -> bool:
-    """Whether :func:`init` (or any device use) has happened."""
+    """Whether :func:`init` has run or a neuron tensor has been created (as CUDA's lazy init)."""
     return _initialized
 
 

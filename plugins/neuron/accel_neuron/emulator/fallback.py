@@ -47,12 +47,13 @@ class OpInfo:
 
     __slots__ = (
         "name", "write_pos", "write_names", "ret_src", "device_pos", "device_name", "gen_pos",
-        "gen_name", "seeded", "index_pos", "check_devices", "resync", "has_out",
+        "gen_name", "seeded", "index_pos", "check_devices", "resync", "has_out", "arg_names",
     )
 
     def __init__(self, op: torch._ops.OpOverload) -> None:
         schema = op._schema
         self.name = schema.name
+        self.arg_names = [a.name for a in schema.arguments]
         write_pos: list[int] = []
         write_names: list[str] = []
         alias_of: dict[str, tuple[int, str]] = {}
@@ -111,10 +112,10 @@ def info_for(op: Any) -> OpInfo:
 
 def device_mismatch(info: OpInfo, where: Any) -> RuntimeError:
     """The error a CUDA kernel raises when a CPU tensor meets a device tensor."""
-    arg = where if isinstance(where, str) else f"argument #{where}"
+    arg = where if isinstance(where, str) else info.arg_names[where]
     return RuntimeError(
         "Expected all tensors to be on the same device, but found at least two devices, neuron:0 and cpu! "
-        f"({arg} of {info.name} is on cpu; move it with .to('neuron') or keep it on the CPU)"
+        f"(argument '{arg}' of {info.name} is on cpu; move it with .to('neuron'))"
     )
 
 

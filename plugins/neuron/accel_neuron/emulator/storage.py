@@ -19,7 +19,7 @@ import weakref
 
 import torch
 
-from . import memory
+from . import device_module, memory
 
 _construct_storage = torch._C._construct_storage_from_data_pointer
 _create_empty = torch._C._acc.create_empty_tensor
@@ -67,6 +67,8 @@ def neuron_storage_for(cpu_storage: torch.UntypedStorage) -> torch.UntypedStorag
         ref = weakref.ref(st, lambda r, p=ptr: _forget(p, r))
         _by_ptr[ptr] = ref
     memory.track(st, nbytes)
+    if not device_module._initialized:
+        device_module._initialized = True  # first use of the device, as CUDA's lazy init
     return st
 
 
