@@ -1,0 +1,89 @@
+"""install(): explicit, idempotent, refuses a foreign PrivateUse1 owner; the torch.neuron surface."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+NEURON_NAMES = """is_available device_count current_device set_device device is_initialized init get_device_name
+get_device_properties synchronize memory_allocated max_memory_allocated memory_reserved max_memory_reserved
+memory_stats memory_summary reset_peak_memory_stats reset_accumulated_memory_stats empty_cache manual_seed
+manual_seed_all seed seed_all initial_seed get_rng_state set_rng_state Stream Event current_stream
+default_stream set_stream stream wait_stream is_bf16_supported get_amp_supported_dtype""".split()
+
+
+def test_import_installs_nothing_and_install_logs_once(run_python):
+    proc = run_python(
+        """
+        import logging, torch
+        records = []
+        class H(logging.Handler):
+            def emit(self, r): records.append(r.getMessage())
+        logging.getLogger("accel_neuron.emulator").addHandler(H())
+        logging.getLogger("accel_neuron.emulator").setLevel(logging.INFO)
+        from accel_neuron import emulator
+        assert not emulator.is_installed()
+        assert not hasattr(torch, "neuron")
+        assert torch._C._get_privateuse1_backend_name() == "privateuseone"
+        emulator.install(); emulator.install()
+        assert emulator.is_installed() and torch.neuron._is_emulated is True
+        assert records == ["neuron device emulated on the CPU"], records
+        print("ok")
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
+
+
+def test_install_refuses_when_another_backend_owns_privateuse1(run_python):
+    proc = run_python(
+        """
+        import torch
+        torch.utils.rename_privateuse1_backend("foo")
+        from accel_neuron.emulator import EmulatorError, install, is_installed
+        try:
+            install()
+        except EmulatorError as e:
+            assert isinstance(e, RuntimeError)
+            print("refused:", e)
+        assert not is_installed()
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "refused:" in proc.stdout and "'foo'" in proc.stdout
+
+
+def test_device_module_exposes_native_names(neuron_emulator):
+    missing = [n for n in NEURON_NAMES if not hasattr(torch.neuron, n)]
+    assert missing == []
+    assert not hasattr(torch.neuron, "get_rng_state_all")
+    assert torch.neuron._is_emulated is True
+    assert torch.neuron.is_available() and torch.neuron.device_count() == 1
+    assert torch.neuron.is_bf16_supported() is True
+    assert torch.neuron.get_amp_supported_dtype() == [torch.float32, torch.float16, torch.bfloat16]
+    props = torch.neuron.get_device_properties(0)
+    assert isinstance(props.name, str) and props.total_memory > 0
+    assert torch.accelerator.current_accelerator() == torch.device("neuron")
+
+
+def test_streams_and_events_are_synchronous_noops(neuron_emulator):
+    s = torch.neuron.Stream()
+    with torch.neuron.stream(s):
+        assert torch.neuron.current_stream() is s
+        x = torch.ones(3, device="neuron") * 2
+        e = torch.neuron.Event(enable_timing=True)
+        e.record()
+    assert torch.neuron.current_stream() is torch.neuron.default_stream()
+    torch.neuron.wait_stream(s)
+    torch.neuron.synchronize()
+    assert e.query() and s.query()
+    assert x.cpu().tolist() == [2.0, 2.0, 2.0]
+
+
+def test_device_context_accepts_only_device_zero(neuron_emulator):
+    from accel_neuron.emulator import EmulatorError
+
+    with torch.neuron.device(0):
+        torch.neuron.set_device("neuron:0")
+    with pytest.raises(EmulatorError, match="one device per process"):
+        torch.neuron.set_device(1)

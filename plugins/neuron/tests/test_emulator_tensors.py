@@ -1,0 +1,93 @@
+"""Neuron tensors: creation, movement, printing, views and in-place semantics."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytestmark = pytest.mark.usefixtures("neuron_emulator")
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.uint8,
+          torch.bool, torch.complex64]
+
+
+def test_device_strings_and_factories():
+    assert torch.device("neuron:0").type == "neuron"
+    for t in (torch.zeros(2, 3, device="neuron"), torch.ones(4, device="neuron:0"),
+              torch.arange(5, device=torch.device("neuron")), torch.full((2,), 7.0, device="neuron"),
+              torch.empty(3, device="neuron"), torch.randn(3, device="neuron"), torch.eye(2, device="neuron"),
+              torch.tensor([1, 2], device="neuron")):
+        assert t.device == torch.device("neuron", 0) and t.is_neuron
+    assert torch.full((2,), 7.0, device="neuron").cpu().tolist() == [7.0, 7.0]
+    assert torch.arange(5, device="neuron").cpu().tolist() == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_round_trip_is_exact(dtype):
+    src = (torch.randn(5, 3) * 100).to(dtype)
+    dev = src.to("neuron")
+    assert dev.device.type == "neuron" and dev.dtype == dtype
+    back = dev.cpu()
+    assert back.device.type == "cpu" and torch.equal(back, src)
+    assert torch.equal(dev.to("cpu"), src) and torch.equal(dev.neuron().cpu(), src)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, width=32), min_size=1, max_size=40))
+def test_round_trip_arbitrary_values(values):
+    src = torch.tensor(values, dtype=torch.float32)
+    assert torch.equal(src.to("neuron").cpu(), src)
+
+
+def test_module_to_neuron_and_back():
+    m = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+    ref = {k: v.clone() for k, v in m.state_dict().items()}
+    m.to("neuron")
+    assert all(p.device.type == "neuron" for p in m.parameters())
+    assert all(b.device.type == "neuron" for b in m.buffers())
+    assert isinstance(m[0].weight, torch.nn.Parameter)
+    m.cpu()
+    assert all(torch.equal(v, ref[k]) for k, v in m.state_dict().items())
+
+
+def test_print_shows_values_and_device():
+    text = repr(torch.tensor([1.5, -2.0]).to("neuron"))
+    assert "1.5000" in text and "-2.0000" in text and "device='neuron:0'" in text
+    assert str(torch.tensor(3).to("neuron").item()) == "3"
+
+
+def test_views_share_memory_and_inplace_ops_mutate():
+    x = torch.zeros(4, 4, device="neuron")
+    row = x[1]
+    row.fill_(3.0)
+    x.t()[0, 2] = 5.0  # writes through a view of a view
+    assert x.cpu()[1].tolist() == [3.0, 3.0, 3.0, 3.0]
+    assert x.cpu()[2, 0].item() == 5.0
+    assert row.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    y = x.add_(1)
+    assert y is x and x.cpu()[0, 0].item() == 1.0
+
+
+def test_inplace_view_ops_resize_and_out_arguments():
+    x = torch.arange(6.0, device="neuron").reshape(2, 3)
+    x.t_()
+    assert x.shape == (3, 2) and torch.equal(x.cpu(), torch.arange(6.0).reshape(2, 3).t())
+    y = torch.ones(3, device="neuron")
+    y.resize_(8)
+    assert y.shape == (8,) and y[:3].cpu().tolist() == [1.0, 1.0, 1.0]
+    out = torch.empty(0, device="neuron")
+    torch.add(torch.ones(3, device="neuron"), 1, out=out)
+    assert out.shape == (3,) and out.cpu().tolist() == [2.0, 2.0, 2.0]
+    q, r = torch.empty(0, device="neuron"), torch.empty(0, device="neuron", dtype=torch.long)
+    torch.max(torch.tensor([[1.0, 5.0], [7.0, 2.0]], device="neuron"), 1, out=(q, r))
+    assert q.cpu().tolist() == [5.0, 7.0] and r.cpu().tolist() == [1, 0]
+
+
+def test_scalars_and_lists_come_back_as_python_values():
+    x = torch.tensor([1.0, 2.0, 3.0], device="neuron")
+    assert x.sum().item() == 6.0
+    assert x.tolist() == [1.0, 2.0, 3.0]
+    assert [t.device.type for t in x.split(1)] == ["neuron"] * 3
+    assert bool((x > 0).all())
