@@ -40,4 +40,4 @@ model.load_state_dict(torch.load(path, map_location="cuda:0"))  # site: torch.lo
 with torch.autocast("cuda", dtype=torch.bfloat16):  # site: torch.autocast("cuda")
     final = nn.functional.mse_loss(model(x.cuda()).float() + bias, y)  # site: Tensor.cuda()
 print(f"final loss {final.item()!r}")
-print(f"peak memory: {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB")  # site: torch.cuda.max_memory_allocated
+print(f"peak memory: {torch.cuda.max_memory_allocated()} bytes")  # site: torch.cuda.max_memory_allocated
