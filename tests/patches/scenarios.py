@@ -19,6 +19,7 @@ import json
 import os
 import socket
 import sys
+import types
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -89,6 +90,25 @@ def sharded_grad_scaler(device: str) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- 0002
 
 
+class _WithoutCudaFlag(types.ModuleType):
+    """A device module without CUDA's private ``_initialized`` flag, as torch_neuronx's is.
+
+    The emulator's ``torch.neuron`` mirrors that flag, which the real backend's module
+    does not have (it offers ``is_initialized()``); torch code that reads the flag works
+    on the emulator only. Everything else, the ``_is_in_bad_fork`` hook that
+    ``torch.manual_seed`` needs included, is forwarded.
+    """
+
+    def __init__(self, module: types.ModuleType) -> None:
+        super().__init__(module.__name__)
+        self._wrapped = module
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_initialized":
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        return getattr(self._wrapped, name)
+
+
 @scenario
 def checkpoint_dropout(device: str) -> dict[str, Any]:
     """Gradients of a checkpointed Linear+Dropout equal the plain ones under the same seeds?"""
@@ -110,14 +130,19 @@ def checkpoint_dropout(device: str) -> dict[str, Any]:
         out.square().sum().backward()
         return linear.weight.grad.cpu().flatten().tolist() + x.grad.cpu().flatten().tolist()
 
-    plain = gradients(None)
-    reentrant = gradients(True)
-    non_reentrant = gradients(False)
-    return {
-        "reentrant_matches_plain": reentrant == plain,
-        "non_reentrant_matches_plain": non_reentrant == plain,
-        "gradient_sum": sum(plain),
-    }
+    def compare() -> dict[str, bool]:
+        plain = gradients(None)
+        return {"reentrant": gradients(True) == plain, "non_reentrant": gradients(False) == plain}
+
+    result: dict[str, Any] = {"gradient_sum": sum(gradients(None)), "module_as_installed": compare()}
+    if device != "cpu":
+        installed = getattr(torch, device)
+        setattr(torch, device, _WithoutCudaFlag(installed))
+        try:
+            result["module_without_cuda_flag"] = compare()
+        finally:
+            setattr(torch, device, installed)
+    return result
 
 
 # ----------------------------------------------------------------------------- 0004
@@ -202,61 +227,35 @@ def dynamo_rng(device: str) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- 0006
 
 
-class _DoneWork(torch.distributed._Work):
-    def __init__(self, result: Any) -> None:
-        super().__init__()
-        self._result = result
-
-    def wait(self, timeout: Any = None) -> bool:
-        return True
-
-    def get_future(self) -> torch.futures.Future:
-        future: torch.futures.Future = torch.futures.Future()
-        future.set_result(self._result)
-        return future
-
-
-class _SingleRankGroup(torch.distributed.ProcessGroup):
-    """A world of one rank, for device tensors gloo refuses: every collective is the identity."""
-
-    def __init__(self) -> None:
-        super().__init__(0, 1)
-
-    def broadcast(self, tensors: list[torch.Tensor], opts: Any) -> _DoneWork:
-        return _DoneWork(tensors)
-
-    def allreduce(self, tensors: list[torch.Tensor], opts: Any) -> _DoneWork:
-        return _DoneWork(tensors)
-
-    def allgather(
-        self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any
-    ) -> _DoneWork:
-        for out, inp in zip(outputs, inputs, strict=True):
-            for o in out:
-                o.copy_(inp)
-        return _DoneWork(outputs)
-
-    def getBackendName(self) -> str:
-        return "single-rank"
-
-
 @scenario
 def ddp_bf16_hook(device: str) -> dict[str, Any]:
-    """Does DDP accept `bf16_compress_hook` for a module on this device?"""
+    """Does DDP accept `bf16_compress_hook` for a module on this device, and train through it?"""
     import torch.distributed as dist
     from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import bf16_compress_hook
 
-    _init_single_process_group()
+    if device == "cpu":
+        backend = "gloo"
+    else:
+        from accel_neuron.emulated_dist import register_emulated_process_group
+
+        register_emulated_process_group()
+        backend = "neuron"
+    _init_single_process_group(backend)
     try:
+        torch.manual_seed(0)
         module = torch.nn.Linear(4, 4).to(device)
-        group = None if device == "cpu" else _SingleRankGroup()
-        ddp = torch.nn.parallel.DistributedDataParallel(module, process_group=group)
+        ddp = torch.nn.parallel.DistributedDataParallel(module)
+        result: dict[str, Any] = {"ddp_device_type": ddp.device_type}
         try:
             ddp.register_comm_hook(None, bf16_compress_hook)
-            registered: Any = True
         except TypeError as exc:
-            registered = _error(exc)
-        return {"ddp_device_type": ddp.device_type, "hook_registered": registered}
+            result["hook_registered"] = _error(exc)
+            return result
+        result["hook_registered"] = True
+        ddp(_tensor(device, 2, 4)).sum().backward()
+        grad = module.weight.grad.cpu()
+        result["gradient_went_through_bf16"] = torch.equal(grad, grad.bfloat16().float())
+        return result
     finally:
         dist.destroy_process_group()
 
