@@ -19,7 +19,7 @@ directly so a call costs what the direct torch call costs.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
@@ -436,9 +436,3 @@ class Backend:
         """Rows for ``accel info`` about this backend (version strings, runtime settings)."""
         return []
 
-
-def iter_public_methods() -> Iterator[str]:
-    """Names of the public per-call methods of :class:`Backend` (what the API binds)."""
-    for name in dir(Backend):
-        if not name.startswith("_"):
-            yield name

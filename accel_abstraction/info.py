@@ -33,7 +33,7 @@ def collect() -> dict[str, Any]:
         ],
         "backends": [],
     }
-    from .selection import _build
+    from .selection import build_backend
     from .settings import AccelSettings
 
     try:
@@ -50,7 +50,7 @@ def collect() -> dict[str, Any]:
             "distribution": entry.distribution,
         }
         try:
-            avail = _build(entry, settings).availability()
+            avail = build_backend(entry, settings).availability()
             row.update(available=avail.available, reason=avail.reason, hint=avail.hint)
         except AccelError as exc:
             row.update(available=False, reason=str(exc).splitlines()[0], hint="")

@@ -11,7 +11,7 @@ from .errors import BackendUnavailableError, PluginError
 from .registry import BackendRegistry, RegisteredBackend
 from .settings import AccelSettings
 
-__all__ = ["Selection", "select_backend"]
+__all__ = ["Selection", "build_backend", "select_backend"]
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,8 @@ class Selection:
     fallback_reason: str = ""
 
 
-def _build(entry: RegisteredBackend, settings: AccelSettings) -> Backend:
+def build_backend(entry: RegisteredBackend, settings: AccelSettings | None) -> Backend:
+    """Call the entry's factory; a factory that raises becomes a :class:`PluginError` naming its origin."""
     try:
         return entry.spec.factory(settings)
     except Exception as exc:  # the plugin's bug, reported with its origin
@@ -40,7 +41,7 @@ def _pick_auto(registry: BackendRegistry, settings: AccelSettings) -> tuple[Back
     reasons = []
     for entry in registry.by_priority():
         try:
-            backend = _build(entry, settings)
+            backend = build_backend(entry, settings)
         except PluginError as exc:
             warnings.warn(str(exc).splitlines()[0] + "; skipped by backend='auto'", RuntimeWarning, stacklevel=4)
             reasons.append(f"{entry.spec.name}: factory raised")
@@ -69,7 +70,7 @@ def select_backend(registry: BackendRegistry, settings: AccelSettings) -> Select
         backend, entry = _pick_auto(registry, settings)
         return Selection(backend, entry, "auto", source)
     entry = registry.get(settings.backend, source)
-    backend = _build(entry, settings)
+    backend = build_backend(entry, settings)
     avail = backend.availability()
     if avail.available:
         return Selection(backend, entry, settings.backend, source)
@@ -85,7 +86,7 @@ def select_backend(registry: BackendRegistry, settings: AccelSettings) -> Select
         fb_backend, fb_entry = _pick_auto(registry, settings)
     else:
         fb_entry = registry.get(settings.fallback, fb_source)
-        fb_backend = _build(fb_entry, settings)
+        fb_backend = build_backend(fb_entry, settings)
         fb_avail = fb_backend.availability()
         if not fb_avail.available:
             raise BackendUnavailableError(fb_entry.spec.name, fb_avail.reason, fb_source, hint=fb_avail.hint)

@@ -20,18 +20,18 @@ from __future__ import annotations
 
 import os
 import threading
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
+import tomllib
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
-    TomlConfigSettingsSource,
     SettingsConfigDict,
+    TomlConfigSettingsSource,
 )
 
 from .errors import ConfigError, did_you_mean

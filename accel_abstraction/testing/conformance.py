@@ -206,8 +206,8 @@ class BackendConformance:
         finally:
             accel.set_deterministic(False)
         assert not torch.are_deterministic_algorithms_enabled()
-        assert accel.set_benchmark(False) is None
-        assert accel.set_allow_tf32(False) is None
+        accel.set_benchmark(False)  # declared no-ops where unsupported: must not raise
+        accel.set_allow_tf32(False)
 
     def test_distributed_names(self, backend: Backend) -> None:
         name = accel.dist_backend()
