@@ -43,7 +43,8 @@ import torch
 __all__ = ["BackendResults", "assert_backends_match"]
 
 BackendResults = dict[str, Any]
-"""What :func:`assert_backends_match` returns: each backend's result (on the CPU), by backend name."""
+"""What :func:`assert_backends_match` returns: each run's result (on the CPU), by backend name
+(``"cpu#2"`` for the second run of a backend listed twice)."""
 
 _TIMEOUT = 600.0
 
@@ -241,8 +242,9 @@ def assert_backends_match(
     ``backends``: names, the first being the reference (default: ``$ACCEL_TEST_BACKENDS`` when it
     names two or more, else every registered backend available here). ``subprocess``: ``False``
     (all in this process, selected with ``accel.using``), ``True`` (each in its own process) or
-    ``"auto"`` (a subprocess only for a backend that cannot run in this one). Returns the
-    results by backend name, on the CPU. Raises :class:`AssertionError` on the first divergence.
+    ``"auto"`` (a subprocess only for a backend that cannot run in this one). A backend listed
+    twice runs twice (a determinism check). Returns the results by backend name (``"cpu#2"``
+    for a repeat), on the CPU. Raises :class:`AssertionError` on the first divergence.
     """
     if rtol < 0 or atol < 0:
         raise ValueError(f"tolerances must be >= 0 (rtol={rtol}, atol={atol})")
@@ -253,9 +255,7 @@ def assert_backends_match(
         raise ValueError("assert_backends_match needs at least one backend")
     func, target = _resolve(fn)
     results: BackendResults = {}
-    for name in names:
-        if name in results:
-            continue
+    for label, name in zip(_labels(names), names, strict=True):
         isolated = subprocess is True or (subprocess == "auto" and _needs_subprocess(name))
         if isolated:
             if target is None:
@@ -263,17 +263,28 @@ def assert_backends_match(
                     f"backend {name!r} runs in a subprocess, which needs an importable function: pass "
                     f"'module:function' (got {fn!r}, which is local or defined in __main__)"
                 )
-            results[name] = _run_in_subprocess(name, target, timeout)
+            results[label] = _run_in_subprocess(name, target, timeout)
         else:
-            results[name] = _run_in_process(name, func)
-    ref_name = names[0]
-    for name in names[1:]:
+            results[label] = _run_in_process(name, func)
+    labels = list(results)
+    ref_name = labels[0]
+    for name in labels[1:]:
         found = _compare(results[ref_name], results[name], "result", rtol, atol)
         if found:
             path, why = found
             why = why.replace("{got}", name).replace("{ref}", ref_name)
             raise AssertionError(f"backend {name!r} diverged from {ref_name!r} at {path}: {why}")
     return results
+
+
+def _labels(names: Sequence[str]) -> list[str]:
+    """Unique labels: a backend named twice is run twice (``cpu``, ``cpu#2``): a determinism check."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return out
 
 
 def _default_backends() -> list[str]:

@@ -12,7 +12,7 @@ only pytest and the standard library; torch and the backends load when a test as
 * ``accel_device``: the selected backend's ``torch.device``.
 * ``@pytest.mark.accel(requires=["fp16", "streams"])``: skips the test on a backend whose
   ``capabilities()`` lack a feature, naming the backend and the feature. On a test that does
-  not use the fixtures, the backend checked is the one the configuration selects.
+  not use the fixtures, the backend checked (at collection) is the one the configuration selects.
 """
 
 from __future__ import annotations
@@ -91,9 +91,11 @@ def _skip_missing_features(item: pytest.Item, backend: Backend) -> None:
     caps = backend.capabilities()
     for feature in _required_features(marker):
         if not caps.supports(feature):
-            pytest.skip(
-                f"backend {backend.name!r} does not support {feature!r} (required by @pytest.mark.accel)"
-            )
+            pytest.skip(_missing_reason(backend.name, feature))
+
+
+def _missing_reason(backend: str, feature: str) -> str:
+    return f"backend {backend!r} does not support {feature!r} (required by @pytest.mark.accel)"
 
 
 def _unknown_backend_message(exc: Exception) -> str:
@@ -113,13 +115,18 @@ def accel_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
     from accel_abstraction.errors import BackendUnavailableError, UnknownBackendError
 
     name = getattr(request, "param", None) or selected_backends(request.config)[0]
+    problem = skip_reason = None
     try:
         ctx = accel.using(name)
         backend = ctx.__enter__()
     except UnknownBackendError as exc:
-        pytest.fail(_unknown_backend_message(exc), pytrace=False)
+        problem = _unknown_backend_message(exc)
     except BackendUnavailableError as exc:
-        pytest.skip(f"backend {name!r} is not available: {exc.reason}")
+        skip_reason = f"backend {name!r} is not available: {exc.reason}"
+    if problem is not None:  # outside the except block: a one-line report, no chained traceback
+        pytest.fail(problem, pytrace=False)
+    if skip_reason is not None:
+        pytest.skip(skip_reason)
     try:
         _skip_missing_features(request.node, backend)
         yield backend
@@ -133,10 +140,16 @@ def accel_device(accel_backend: Backend) -> torch.device:
     return accel_backend.device()
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    # Tests using the fixtures are checked inside accel_backend, once their backend is selected.
-    if item.get_closest_marker("accel") is None or "accel_backend" in getattr(item, "fixturenames", ()):
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # A marked test that does not use the fixtures is checked against the configured backend.
+    # (Tests using accel_backend are checked inside the fixture, once their backend is selected.)
+    marked = [
+        item
+        for item in items
+        if item.get_closest_marker("accel") is not None
+        and "accel_backend" not in getattr(item, "fixturenames", ())
+    ]
+    if not marked:
         return
     import accel_abstraction as accel
     from accel_abstraction.errors import BackendUnavailableError
@@ -144,5 +157,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     try:
         backend = accel.backend()
     except BackendUnavailableError as exc:
-        pytest.skip(f"backend {exc.name!r} is not available: {exc.reason}")
-    _skip_missing_features(item, backend)
+        reason = f"backend {exc.name!r} is not available: {exc.reason}"
+        for item in marked:
+            item.add_marker(pytest.mark.skip(reason=reason))
+        return
+    caps = backend.capabilities()
+    for item in marked:
+        marker = item.get_closest_marker("accel")
+        assert marker is not None
+        missing = [f for f in _required_features(marker) if not caps.supports(f)]
+        if missing:
+            item.add_marker(pytest.mark.skip(reason=_missing_reason(backend.name, missing[0])))

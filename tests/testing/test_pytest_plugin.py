@@ -1,0 +1,163 @@
+"""The pytest plugin as a user of it sees it: parametrized fixtures, skip reasons, the capability marker."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch  # noqa: F401 - in-process pytester runs drop modules first imported inside them; torch loads once
+
+import accel_abstraction.plugins  # noqa: F401 - the inner runs' conftest resets these same module objects
+import accel_abstraction.runtime  # noqa: F401
+from tests.testing import fakes  # noqa: F401
+
+pytest_plugins = ["pytester"]
+
+CONFTEST = """
+import accel_abstraction.plugins as plugins
+import accel_abstraction.runtime as runtime
+from tests.testing import fakes
+
+def pytest_configure(config):
+    fakes.install()
+
+def pytest_unconfigure(config):
+    runtime.reset()
+    plugins.reset()
+"""
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A test project whose conftest registers the fake backends; no ACCEL_* variable leaks in."""
+    for key in list(os.environ):
+        if key.startswith("ACCEL_"):
+            monkeypatch.delenv(key)
+    monkeypatch.syspath_prepend(os.getcwd())  # so the inner conftest imports tests.testing.fakes
+    pytester.makeconftest(CONFTEST)
+    return pytester
+
+
+FIXTURE_TESTS = """
+import torch
+import accel_abstraction as accel
+
+def test_selected(accel_backend, accel_device):
+    assert accel.backend() is accel_backend
+    assert accel.device() == accel_device == torch.device("cpu")
+    torch.ones(2, device=accel_device)
+
+def test_plain():
+    pass
+"""
+
+
+def test_fixtures_default_to_cpu(suite: pytest.Pytester) -> None:
+    suite.makepyfile(FIXTURE_TESTS)
+    result = suite.runpytest("-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_selected[[]cpu[]] PASSED*", "*test_plain PASSED*"])
+
+
+def test_fixtures_are_parametrized_over_the_option(suite: pytest.Pytester) -> None:
+    suite.makepyfile(FIXTURE_TESTS)
+    result = suite.runpytest("-v", "--accel-backend=cpu,fakecpu")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*test_selected[[]cpu[]] PASSED*", "*test_selected[[]fakecpu[]] PASSED*"])
+    result.stdout.fnmatch_lines(["accel backends: cpu, fakecpu"])
+
+
+def test_environment_variable_selects_backends(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite.makepyfile(FIXTURE_TESTS)
+    monkeypatch.setenv("ACCEL_TEST_BACKENDS", "fakecpu")
+    result = suite.runpytest("-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_selected[[]fakecpu[]] PASSED*"])
+
+
+def test_selection_is_restored_after_the_test(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        """
+        import accel_abstraction as accel
+
+        def test_a(accel_backend):
+            assert accel.backend().name == "fakecpu"
+
+        def test_b():
+            assert accel.backend().name == "cpu"  # chosen from the configuration again
+        """
+    )
+    suite.runpytest("--accel-backend=fakecpu", "-p", "no:randomly").assert_outcomes(passed=2)
+
+
+def test_unavailable_backend_is_skipped_with_the_plugins_reason(suite: pytest.Pytester) -> None:
+    suite.makepyfile(FIXTURE_TESTS)
+    result = suite.runpytest("-rs", "--accel-backend=cpu,fakeacc")
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["SKIPPED*backend 'fakeacc' is not available: the fake accelerator is unplugged"]
+    )
+
+
+def test_unknown_backend_fails_and_lists_known_ones(suite: pytest.Pytester) -> None:
+    suite.makepyfile(FIXTURE_TESTS)
+    result = suite.runpytest("--accel-backend=fakcpu")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*unknown backend 'fakcpu'*known backends:*fakecpu*Did you mean 'fakecpu'?*"]
+    )
+
+
+MARKER_TESTS = """
+import pytest
+
+@pytest.mark.accel(requires=["streams"])
+def test_streams(accel_backend):
+    assert accel_backend.capabilities().streams
+
+@pytest.mark.accel(requires=["bf16", "fp8"])
+def test_fp8(accel_device):
+    raise AssertionError("must be skipped everywhere")
+
+@pytest.mark.accel(requires=["streams"])
+def test_without_fixture():
+    raise AssertionError("the configured backend (cpu) has no streams")
+"""
+
+
+def test_capability_marker_skips_by_backend_and_feature(suite: pytest.Pytester) -> None:
+    suite.makepyfile(MARKER_TESTS)
+    result = suite.runpytest("-rs", "--strict-markers", "--accel-backend=cpu,fakecpu")
+    result.assert_outcomes(passed=1, skipped=4)
+    # -rs lines name the file and line of each test: test_streams :3, test_fp8 :7, test_without_fixture :11
+    result.stdout.fnmatch_lines_random(
+        [
+            "SKIPPED*.py:3: backend 'cpu' does not support 'streams' (required by @pytest.mark.accel)",
+            "SKIPPED*.py:7: backend 'cpu' does not support 'fp8'*",
+            "SKIPPED*.py:7: backend 'fakecpu' does not support 'fp8'*",
+            "SKIPPED*.py:11: backend 'cpu' does not support 'streams'*",
+        ]
+    )
+
+
+def test_marker_is_registered(suite: pytest.Pytester) -> None:
+    result = suite.runpytest("--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.accel(requires=*"])
+
+
+def test_loading_the_plugin_imports_no_torch() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        import accel_abstraction.testing.pytest_plugin
+        heavy = sorted(m for m in ("torch", "pydantic", "rich", "accel_abstraction.runtime") if m in sys.modules)
+        print(heavy)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "[]"
