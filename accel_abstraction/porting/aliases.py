@@ -8,6 +8,9 @@ Imports anywhere in the file count (a linter's view, not a scope analysis).
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
+
+from .prefilter import touches
 
 
 class AliasMap:
@@ -19,14 +22,26 @@ class AliasMap:
         self.names: dict[str, str] = {}
 
     @classmethod
-    def from_tree(cls, tree: ast.AST) -> AliasMap:
-        """Collect every ``import`` and ``from ... import`` in ``tree``."""
+    def from_tree(cls, tree: ast.Module, import_lines: Sequence[int] | None = None) -> AliasMap:
+        """Collect every ``import`` and ``from ... import`` statement in ``tree``.
+
+        Only statements are visited (imports are statements); with ``import_lines`` (the
+        lines containing the word ``import``), statements away from them are skipped.
+        """
         aliases = cls()
-        for node in ast.walk(tree):
+        stack: list[ast.AST] = list(tree.body)
+        while stack:
+            node = stack.pop()
             if isinstance(node, ast.Import):
                 aliases.add_import(node)
             elif isinstance(node, ast.ImportFrom):
                 aliases.add_import_from(node)
+            elif isinstance(node, (ast.stmt, ast.excepthandler, ast.match_case)):
+                if import_lines is not None and isinstance(node, ast.stmt) and not touches(node, import_lines):
+                    continue
+                for child in ast.iter_child_nodes(node):
+                    if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                        stack.append(child)
         return aliases
 
     def add_import(self, node: ast.Import) -> None:

@@ -21,8 +21,9 @@ them under "could not port".  A plugin adds rules through the ``accel_scan_rules
     def accel_scan_rules(register):
         register(Rule("XYZ001", "manual", "uses mylib's CUDA kernels", names=("mylib.cuda",)))
 
-The ``precheck`` strings of a rule let the scanner skip a file without parsing it when
-none of them occurs in its text; a plugin rule without ``precheck`` turns skipping off.
+The ``precheck`` strings (case-sensitive) of a rule let the scanner skip a file without
+parsing it when none of them occurs in its text; a plugin rule without ``precheck``
+turns skipping off.
 """
 
 from __future__ import annotations
@@ -98,10 +99,13 @@ def _r(code: str, category: str, message: str, suggestion: str | None = None, po
     return Rule(code, category, message, suggestion, portable)
 
 
-#: Substrings one of which a file must contain for any built-in rule to fire.
-#: Checked against the lower-cased source; ``.to(0`` style bare integer devices and
-#: ``rank`` names are included so ``.to(local_rank)`` is not skipped.
-BUILTIN_PRECHECK: tuple[str, ...] = ("cuda", "nccl", "pin_memory", "apex", "cupy", "nvtx", "rank", ".to(", "device=")
+#: Substrings (case-sensitive) one of which a file must contain for a built-in rule to fire,
+#: besides bare integer devices (``.to(0)``, ``device=local_rank``), which the scanner
+#: tests with one regular expression.
+BUILTIN_PRECHECK: tuple[str, ...] = (
+    "cuda", "CUDA", "cudnn", "CUDNN", "nccl", "NCCL", "pin_memory", "GradScaler", "apex", "cupy", "nvtx",
+    '.cu"', ".cu'", ".cuh",
+)
 
 BUILTIN_RULES: tuple[Rule, ...] = (
     # device strings

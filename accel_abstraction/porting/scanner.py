@@ -12,10 +12,11 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from .aliases import AliasMap
 from .findings import FileResult, Finding, Fix
+from .prefilter import BARE_DEVICE, hot_lines, might_couple, touches
 from .rules import BUILTIN_PRECHECK, RULES_BY_CODE, Rule
 
 # --------------------------------------------------------------------------- tables
@@ -118,9 +119,15 @@ _RANK_NAME = re.compile(
 )
 _GUARD_ATTRS = {"type", "device_type", "name"}
 _SUPPRESS = re.compile(r"#\s*accel:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
-_PRECHECK = re.compile("|".join(re.escape(s) for s in BUILTIN_PRECHECK) + r"|\bdevice\b")
 
 # --------------------------------------------------------------------------- helpers
+
+_COUPLED_PREFIXES = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension", *MANUAL_PACKAGES)
+
+
+def _coupled_module(qualname: str) -> bool:
+    """Whether an imported name can be coupling on a line that does not say ``cuda``."""
+    return qualname.startswith(_COUPLED_PREFIXES) or qualname in GRAD_SCALER
 
 
 def _str(node: ast.AST | None) -> str | None:
@@ -161,12 +168,6 @@ def suppressions(source: str) -> dict[int, frozenset[str] | None]:
     return found
 
 
-def might_couple(source: str, extra: Iterable[str] = ()) -> bool:
-    """Cheap text test: can ``source`` contain anything a rule reports?"""
-    lowered = source.lower()
-    return bool(_PRECHECK.search(lowered)) or any(s.lower() in lowered for s in extra)
-
-
 # --------------------------------------------------------------------------- visitor
 
 
@@ -176,7 +177,13 @@ class _Scan:
     def __init__(self, source: str, path: str, tree: ast.Module, plugin_rules: tuple[Rule, ...]) -> None:
         self.path = path
         self.lines = source.splitlines()
-        self.aliases = AliasMap.from_tree(tree)
+        self.plugins = bool(plugin_rules)
+        self.aliases = AliasMap.from_tree(tree, hot_lines(source, ("import",)))
+        self.hot: list[int] | None = None
+        if not plugin_rules:
+            # Only statements touching a line that can hold a finding are walked.
+            names = [name for name, q in self.aliases.names.items() if _coupled_module(q)]
+            self.hot = hot_lines(source, (*BUILTIN_PRECHECK, *names), BARE_DEVICE)
         self.findings: list[Finding] = []
         self.plugin_names = [(r, n) for r in plugin_rules for n in r.names]
         self.plugin_matchers = [r for r in plugin_rules if r.matcher is not None]
@@ -254,8 +261,12 @@ class _Scan:
         stack: list[ast.AST] = [self.tree]
         self.stack = stack
         iter_children = ast.iter_child_nodes
+        hot = self.hot
+        stmt = ast.stmt
         while stack:
             node = stack.pop()
+            if hot is not None and isinstance(node, stmt) and not touches(node, hot):
+                continue
             handler = handlers.get(type(node))
             if handler is None or handler(node):
                 stack.extend(iter_children(node))
