@@ -125,6 +125,33 @@ def test_cli_list_and_check(capsys: pytest.CaptureFixture[str], series) -> None:
     assert f"{len(series.patches)} apply, 0 already applied, 0 fail" in capsys.readouterr().out
 
 
+def test_check_reports_the_patch_that_no_longer_applies(
+    series, torch_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = _pristine_copy(series, torch_root, tmp_path / "site-packages")
+    scaler = site / "torch/amp/grad_scaler.py"
+    scaler.write_text(scaler.read_text().replace('device: str = "cuda",', 'device: str = "cpu",'))
+    assert patches_main(["check", "--torch-root", str(site)]) == 1
+    out = capsys.readouterr().out
+    first = series.patches[0].name
+    assert f"fails    {first}" in out and "does not apply to torch/amp/grad_scaler.py" in out
+    assert f"{len(series.patches) - 1} apply, 0 already applied, 1 fail" in out
+    assert patches_main(["apply", "--torch-root", str(site), "--target", str(tmp_path / "o")]) == 2
+    assert not (tmp_path / "o").exists()
+
+
+def test_add_parser_follows_the_accel_cli_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from accel_abstraction.patching.cli import add_parser
+
+    parser = argparse.ArgumentParser(prog="accel")
+    add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["patches", "check"])
+    assert args.func(args) == 0
+    assert "0 fail" in capsys.readouterr().out
+
+
 def test_cli_overlay_apply_and_revert(tmp_path: Path, series, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "overlay"
     assert patches_main(["apply", "--target", str(target)]) == 0
