@@ -124,7 +124,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     _r(
         "ACC125",
         "cuda-api",
-        "CUDA device properties, name or capability",
+        "CUDA device properties or compute capability",
         "accel.capabilities() says what the device supports",
         portable=False,
     ),
