@@ -10,6 +10,7 @@ excluded), the transformer works bottom-up so nested sites compose in one pass, 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -227,12 +228,27 @@ def add_accel_import(module: cst.Module) -> cst.Module:
         index = 1
     while index < len(body) and _is_import_line(body[index]):
         index += 1
-    line = cst.parse_statement(ACCEL_IMPORT)
-    if index == 0 and body:
-        # keep the module's leading comment block above the new import
-        line = line.with_changes(leading_lines=module.header and [])
-    body.insert(index, line)
+    body.insert(index, cst.parse_statement(ACCEL_IMPORT))
     return module.with_changes(body=body)
+
+
+def _accel_name_clash(source: str) -> int | None:
+    """The line where ``accel`` is bound to anything but ``accel_abstraction``, if any."""
+    if re.search(r"\baccel\b", source) is None:
+        return None
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and node.id == "accel" and not isinstance(node.ctx, ast.Load):
+            return node.lineno
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == "accel":
+            return node.lineno
+        if isinstance(node, ast.arg) and node.arg == "accel":
+            return node.lineno
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                bound = alias.asname or alias.name.partition(".")[0]
+                if bound == "accel" and not (isinstance(node, ast.Import) and alias.name == "accel_abstraction"):
+                    return node.lineno
+    return None
 
 
 def _parses(text: str) -> str | None:
@@ -259,6 +275,11 @@ def port_source(
     if scanned.error is not None:
         result.error = scanned.error
         return result
+    if any(f.fix is not None for f in scanned.findings):
+        clash = _accel_name_clash(source)
+        if clash is not None:
+            result.error = f"{path}:{clash}: the name 'accel' is already bound to something else; rename it, then port"
+            return result
     findings = scanned.findings
     text = source
     applied: list[Finding] = []

@@ -584,22 +584,35 @@ class _Scan:
         q = self.aliases.qualname(node)
         return q is not None and q.startswith(("accel_abstraction", "torch.accelerator"))
 
-    def _guard(self, test: ast.AST) -> bool:
-        """Whether ``test`` checks that the device type is CUDA (``x.device.type == "cuda"``)."""
+    def _guard(self, test: ast.AST) -> str | None:
+        """Which branch ``test`` reserves for CUDA: ``"body"`` for ``x.device.type == "cuda"``,
+        ``"orelse"`` for ``!=`` / ``not in``, ``None`` when it is no device-type test."""
         for sub in ast.walk(test):
-            if isinstance(sub, ast.Compare) and len(sub.ops) == 1 and isinstance(sub.ops[0], (ast.Eq, ast.In)):
-                left, right = sub.left, sub.comparators[0]
-                for a, b in ((left, right), (right, left)):
-                    literal = _str(a)
-                    if literal is None and isinstance(a, (ast.Tuple, ast.List, ast.Set)):
-                        literal = next((s for s in map(_str, a.elts) if s == "cuda"), None)
-                    if literal == "cuda" and self._is_device_type(b):
-                        return True
-        return False
+            if not (isinstance(sub, ast.Compare) and len(sub.ops) == 1):
+                continue
+            op = sub.ops[0]
+            if isinstance(op, (ast.Eq, ast.In)):
+                branch = "body"
+            elif isinstance(op, (ast.NotEq, ast.NotIn)):
+                branch = "orelse"
+            else:
+                continue
+            left, right = sub.left, sub.comparators[0]
+            for a, b in ((left, right), (right, left)):
+                literal = _str(a)
+                if literal is None and isinstance(a, (ast.Tuple, ast.List, ast.Set)):
+                    literal = next((s for s in map(_str, a.elts) if s == "cuda"), None)
+                if literal == "cuda" and self._is_device_type(b):
+                    return branch
+        return None
 
     def visit_if(self, node: ast.If) -> bool:
-        if self._guard(node.test):
+        guarded = self._guard(node.test)
+        if guarded == "body":
             self.push(node.test, *node.orelse)
+            return False
+        if guarded == "orelse":
+            self.push(node.test, *node.body)
             return False
         return True
 

@@ -195,3 +195,12 @@ def test_plugin_rules_through_the_hook(tree: Path, capsys: pytest.CaptureFixture
     finally:
         plugins.reset()
     assert capsys.readouterr().out.splitlines() == ["p.py:2:1 XYZ001 uses gpulib: gpulib.kernels.launch (manual: no portable equivalent)"]
+
+
+def test_port_refuses_when_accel_means_something_else(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tree / "hf.py"
+    text = "from accelerate import Accelerator as accel\nx = y.cuda()\n"
+    path.write_text(text)
+    assert main(["port", "--write", "hf.py"]) == 1
+    assert path.read_text() == text
+    assert "hf.py:1: the name 'accel' is already bound" in capsys.readouterr().err

@@ -46,3 +46,7 @@ is_gpu = x.device.type == "cuda"
 cpu_dev = torch.device("cpu")
 loader_kwargs = {"pin_memory": False}
 backend_name = "gloo"
+if x.device.type != "cuda":
+    pass
+else:
+    torch.cuda.reset_peak_memory_stats()
