@@ -120,6 +120,10 @@ def _compare_tensors(ref: torch.Tensor, got: torch.Tensor, rtol: float, atol: fl
     )
 
 
+def _keys(mapping: Mapping[Any, Any]) -> str:
+    return "[" + ", ".join(sorted(map(repr, mapping))) + "]"
+
+
 def _compare(ref: Any, got: Any, path: str, rtol: float, atol: float) -> tuple[str, str] | None:
     """The first difference as ``(path, description)``, or None."""
     if isinstance(ref, torch.Tensor) or isinstance(got, torch.Tensor):
@@ -129,8 +133,8 @@ def _compare(ref: Any, got: Any, path: str, rtol: float, atol: float) -> tuple[s
         return None if why is None else (path, why)
     if isinstance(ref, Mapping):
         if not isinstance(got, Mapping) or set(got) != set(ref):
-            keys = sorted(map(repr, got)) if isinstance(got, Mapping) else type(got).__name__
-            return path, f"keys {keys} != {sorted(map(repr, ref))}"
+            keys = _keys(got) if isinstance(got, Mapping) else type(got).__name__
+            return path, f"keys {keys} != {_keys(ref)}"
         for key in ref:
             found = _compare(ref[key], got[key], f"{path}[{key!r}]", rtol, atol)
             if found:
