@@ -22,8 +22,9 @@ them under "could not port".  A plugin adds rules through the ``accel_scan_rules
         register(Rule("XYZ001", "manual", "uses mylib's CUDA kernels", names=("mylib.cuda",)))
 
 The ``precheck`` strings (case-sensitive) of a rule let the scanner skip a file without
-parsing it when none of them occurs in its text; a plugin rule without ``precheck``
-turns skipping off.
+parsing it when none of them occurs in its text, and skip statements whose lines
+contain none of them (nor a name the rule's ``names`` cover); a plugin rule without
+``precheck`` turns both off.
 """
 
 from __future__ import annotations

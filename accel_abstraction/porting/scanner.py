@@ -177,13 +177,19 @@ class _Scan:
     def __init__(self, source: str, path: str, tree: ast.Module, plugin_rules: tuple[Rule, ...]) -> None:
         self.path = path
         self.lines = source.splitlines()
-        self.plugins = bool(plugin_rules)
         self.aliases = AliasMap.from_tree(tree, hot_lines(source, ("import",)))
         self.hot: list[int] | None = None
-        if not plugin_rules:
-            # Only statements touching a line that can hold a finding are walked.
-            names = [name for name, q in self.aliases.names.items() if _coupled_module(q)]
-            self.hot = hot_lines(source, (*BUILTIN_PRECHECK, *names), BARE_DEVICE)
+        if all(r.precheck for r in plugin_rules):
+            # Only statements touching a line that can hold a finding are walked: a line with
+            # a trigger word, a bare integer device, or a name imported from a CUDA module.
+            plugin_names = tuple(n for r in plugin_rules for n in r.names)
+            names = [
+                name
+                for name, q in self.aliases.names.items()
+                if _coupled_module(q) or any(q == n or q.startswith(n + ".") for n in plugin_names)
+            ]
+            extra = [s for r in plugin_rules for s in r.precheck]
+            self.hot = hot_lines(source, (*BUILTIN_PRECHECK, *extra, *names), BARE_DEVICE)
         self.findings: list[Finding] = []
         self.plugin_names = [(r, n) for r in plugin_rules for n in r.names]
         self.plugin_matchers = [r for r in plugin_rules if r.matcher is not None]
@@ -483,7 +489,7 @@ class _Scan:
         assert rule.matcher is not None
         message = rule.matcher(node, self)
         if message is not None:
-            self.report(node, rule.code, message or None, rule=rule, suggestion=rule.suggestion)
+            self.report(node, rule.code, message or None, rule=rule, suggestion=rule.suggestion or "no portable equivalent")
 
     def reference(self, node: ast.AST, q: str) -> bool:
         """Report a resolved name used outside a call. Return True to descend."""
