@@ -8,7 +8,11 @@ the stack is walked up to the first user frame, so ``nn.Linear(4, 4, device="cud
 reported at the user's line, not inside ``torch/nn``.
 
 Counting is a dictionary update without a lock: under free-threaded concurrency a count
-can be one short, never attributed to the wrong line.
+can be one short, never attributed to the wrong line. The hot path keys a site by
+``(id(code), f_lasti, api)``: hashing a code object hashes its whole bytecode, and
+``f_lineno`` decodes the line table on every access, while ``id`` and the instruction offset
+are plain integers. Code objects are kept alive by the recorder (an id is never reused
+while recorded); offsets become line numbers when the report is made.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import CodeType, FrameType
+from typing import Any
 
-from torch.compiler import is_compiling
+from torch.compiler import is_dynamo_compiling as is_compiling
 
 __all__ = ["Site", "SiteRecorder"]
 
@@ -31,7 +36,7 @@ REDIRECTED, MISSING, FAILED = "redirected", "missing", "failed"
 # Generated code that is never the user's: FX graph modules, frozen importlib.
 _GENERATED_PREFIXES = ("<eval_with_key", "<frozen ")
 
-Key = tuple[CodeType, int, str]
+Key = tuple[int, int, str]  # (id(code), instruction offset, api)
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,8 @@ class SiteRecorder:
 
     def __init__(self, internal_dirs: Iterable[str]) -> None:
         self._dirs = tuple(sorted({os.path.join(os.path.realpath(d), "") for d in internal_dirs}))
-        self._internal: dict[CodeType, bool] = {}
+        self._internal: dict[int, bool] = {}
+        self._codes: dict[int, CodeType] = {}
         self.counts: dict[Key, int] = {}
         self.status: dict[Key, str] = {}
         self.meta: dict[str, tuple[str, str]] = {}
@@ -72,19 +78,20 @@ class SiteRecorder:
             internal = False  # <string>, <stdin>, notebooks: the user's code
         else:
             internal = os.path.realpath(name).startswith(self._dirs)
-        self._internal[code] = internal
+        self._codes[id(code)] = code
+        self._internal[id(code)] = internal
         return internal
 
     def is_internal(self, code: CodeType) -> bool:
         """True if ``code`` belongs to torch, accel-abstraction, the backend's plugin, or generated code."""
-        flag = self._internal.get(code)
+        flag = self._internal.get(id(code))
         return self._classify(code) if flag is None else flag
 
     def _user_frame(self, frame: FrameType | None) -> FrameType | None:
         internal = self._internal
         while frame is not None:
             code = frame.f_code
-            flag = internal.get(code)
+            flag = internal.get(id(code))
             if flag is None:
                 flag = self._classify(code)
             if not flag:
@@ -109,12 +116,12 @@ class SiteRecorder:
             return ()  # type: ignore[return-value]
         frame = _getframe(depth)
         code = frame.f_code
-        flag = self._internal.get(code)
+        flag = self._internal.get(id(code))
         if flag is None:
             flag = self._classify(code)
         if flag:
             return None
-        key = (code, frame.f_lineno, api)
+        key = (id(code), frame.f_lasti, api)
         counts = self.counts
         counts[key] = counts.get(key, 0) + 1
         return key
@@ -126,7 +133,7 @@ class SiteRecorder:
         frame = self._user_frame(_getframe(depth))
         if frame is None:
             return None
-        key = (frame.f_code, frame.f_lineno, api)
+        key = (id(frame.f_code), frame.f_lasti, api)
         counts = self.counts
         counts[key] = counts.get(key, 0) + 1
         return key
@@ -136,21 +143,41 @@ class SiteRecorder:
         if key:
             self.status[key] = status
 
-    @staticmethod
-    def where(key: Key | None) -> str:
+    def where(self, key: Key | None) -> str:
         """``"file:line"`` of a key, for error messages."""
         if not key:
             return ""
-        return f"{key[0].co_filename}:{key[1]}"
+        code = self._codes[key[0]]
+        return f"{code.co_filename}:{_line(code, key[1])}"
 
     # -------------------------------------------------------------- results
 
     def sites(self) -> list[Site]:
         """The counted sites, ordered by file and line."""
+        merged: dict[tuple[int, int, str], list[Any]] = {}
+        for key, count in list(self.counts.items()):
+            code_id, offset, api = key
+            code = self._codes[code_id]
+            line = _line(code, offset)
+            entry = merged.setdefault((code_id, line, api), [code, 0, REDIRECTED])
+            entry[1] += count
+            status = self.status.get(key)
+            if status is not None and _RANK[status] > _RANK[entry[2]]:
+                entry[2] = status
         out = []
-        for (code, line, api), count in list(self.counts.items()):
+        for (_, line, api), (code, count, status) in merged.items():
             category, hint = self.meta.get(api, ("other", ""))
-            status = self.status.get((code, line, api), REDIRECTED)
             out.append(Site(code.co_filename, line, code.co_name, api, category, status, count, hint))
         out.sort(key=lambda s: (s.file, s.line, s.api))
         return out
+
+
+_RANK = {REDIRECTED: 0, MISSING: 1, FAILED: 2}
+
+
+def _line(code: CodeType, offset: int) -> int:
+    """The source line of the instruction at byte ``offset`` of ``code``."""
+    for start, end, line in code.co_lines():
+        if start <= offset < end and line is not None:
+            return line
+    return code.co_firstlineno
