@@ -141,19 +141,22 @@ def _init_method(launch: LaunchEnv, settings: DistSettings) -> str:
 def _rendezvous_error(
     exc: BaseException, launch: LaunchEnv, name: str, init_method: str, settings: DistSettings, elapsed: float
 ) -> DistributedError:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    first = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() else type(exc).__name__
     low = str(exc).lower()
     timeout = settings.timeout
     timeout_src = settings.source_of("timeout")
     where = init_method if settings.init_method else launch.rendezvous
     if launch.launcher == "torchrun":
         vars_hint = "torchrun's --master-addr/--master-port or --rdzv-endpoint (MASTER_ADDR, MASTER_PORT)"
+        port_hint = "torchrun's --master-port or --rdzv-endpoint (MASTER_PORT)"
     elif launch.launcher == "slurm":
-        vars_hint = f"MASTER_ADDR / MASTER_PORT (here: {launch.addr_source}, {launch.port_source})"
+        vars_hint = f"MASTER_ADDR and MASTER_PORT (here: {launch.addr_source}, {launch.port_source})"
+        port_hint = f"MASTER_PORT (here: {launch.port_source})"
     else:
         vars_hint = "MASTER_ADDR and MASTER_PORT"
+        port_hint = "MASTER_PORT"
     if settings.init_method:
-        vars_hint = f"the init_method {init_method!r} ({settings.source_of('init_method')})"
+        vars_hint = port_hint = f"the init_method {init_method!r} ({settings.source_of('init_method')})"
     head = (
         f"rank {launch.rank} of {launch.world_size} could not join the process group "
         f"(collective library {name!r}, rendezvous at {where}) after {elapsed:.1f} s: {first}."
@@ -162,7 +165,7 @@ def _rendezvous_error(
         port = launch.master_port
         return DistributedError(
             f"{head} Port {port} is already in use on {launch.master_addr}: another job or a leftover "
-            f"process holds it. Set MASTER_PORT to a free port (checked: {vars_hint})"
+            f"process holds it. Choose a free port with {port_hint}"
         )
     if "timed out" in low or "timeout" in low:
         return DistributedError(
@@ -270,7 +273,7 @@ def _init_group(backend: Backend, launch: LaunchEnv, settings: DistSettings) -> 
         local_world_size=launch.local_world_size,
         node_rank=launch.node_rank,
         device=_device_of(backend, launch.local_rank),
-        backend=str(dist.get_backend()),
+        backend=name,
         is_main_process=launch.rank == 0,
         launcher=launch.launcher,
     )

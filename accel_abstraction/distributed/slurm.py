@@ -16,7 +16,6 @@ Grammar handled (what ``scontrol show hostnames`` accepts in practice):
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 
 __all__ = ["NodeListError", "expand_nodelist", "first_host", "iter_hosts", "parse_tasks_per_node"]
@@ -47,41 +46,52 @@ def _split_top_level(text: str) -> list[str]:
     return items
 
 
-def _expand_range_set(body: str, whole: str) -> list[str]:
-    """``"01-03,7"`` -> ``["01", "02", "03", "7"]``."""
-    values: list[str] = []
+def _range_set(body: str, whole: str) -> list[tuple[int, int, int]]:
+    """``"01-03,7"`` -> ``[(1, 3, 2), (7, 7, 1)]``: (first, last, zero-padded width) per part."""
+    ranges: list[tuple[int, int, int]] = []
     for part in body.split(","):
         part = part.strip()
         lo, sep, hi = part.partition("-")
         if not lo.isdigit() or (sep and not hi.isdigit()):
             raise NodeListError(f"bad range {part!r} in [{body}] of host list {whole!r}; expected N or N-M")
-        if not sep:
-            values.append(lo)
-            continue
-        start, stop = int(lo), int(hi)
+        start, stop = int(lo), int(hi) if sep else int(lo)
         if stop < start:
             raise NodeListError(f"descending range {part!r} in host list {whole!r}")
-        width = len(lo)
-        values.extend(str(n).zfill(width) for n in range(start, stop + 1))
-    return values
+        ranges.append((start, stop, len(lo)))
+    return ranges
+
+
+def _values(ranges: list[tuple[int, int, int]]) -> Iterator[str]:
+    for start, stop, width in ranges:
+        for n in range(start, stop + 1):
+            yield str(n).zfill(width)
+
+
+def _product(prefix: str, groups: list[tuple[list[tuple[int, int, int]], str]]) -> Iterator[str]:
+    """Lazy left-to-right product: ``prefix`` + value of group 0 + its suffix + value of group 1 ..."""
+    if not groups:
+        yield prefix
+        return
+    (ranges, suffix), rest = groups[0], groups[1:]
+    for value in _values(ranges):
+        yield from _product(prefix + value + suffix, rest)
 
 
 def _expand_item(item: str, whole: str) -> Iterator[str]:
-    """Expand one comma-free (at top level) item such as ``rack[1-2]-n[01-02]``."""
-    pieces: list[list[str]] = []
-    rest = item
-    while "[" in rest:
-        head, _, tail = rest.partition("[")
-        body, closed, rest = tail.partition("]")
+    """Expand one item without top-level commas, such as ``rack[1-2]-n[01-02]``."""
+    head, bracket, rest = item.partition("[")
+    if "]" in head:
+        raise NodeListError(f"unmatched ']' in host list {whole!r}")
+    groups: list[tuple[list[tuple[int, int, int]], str]] = []
+    while bracket:
+        body, closed, rest = rest.partition("]")
         if not closed:
             raise NodeListError(f"unclosed '[' in host list {whole!r}")
-        pieces.append([head])
-        pieces.append(_expand_range_set(body, whole))
-    if "]" in rest:
-        raise NodeListError(f"unmatched ']' in host list {whole!r}")
-    pieces.append([rest])
-    for combo in itertools.product(*pieces):
-        yield "".join(combo)
+        suffix, bracket, rest = rest.partition("[")
+        if "]" in suffix:
+            raise NodeListError(f"unmatched ']' in host list {whole!r}")
+        groups.append((_range_set(body, whole), suffix))
+    yield from _product(head, groups)
 
 
 def iter_hosts(nodelist: str) -> Iterator[str]:
