@@ -65,13 +65,39 @@ def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.T
     return self
 
 
+# View ops whose CPU kernel only builds a TensorImpl over the input's storage, whatever its device.
+# On neuron tensors they run that kernel directly: no CPU view, no re-wrapping.
+DEVICE_AGNOSTIC_VIEWS = (
+    "as_strided", "as_strided_", "view", "view.dtype", "_reshape_alias", "unfold", "view_as_real",
+    "view_as_complex",
+)
+
+
+def _view_kernel(op: Any):
+    handle = op._handle
+    name = op._schema.name
+
+    def kernel(self: torch.Tensor, *args: Any) -> Any:
+        if self.is_cpu:
+            raise fallback.device_mismatch(fallback.info_for(op), 0)
+        return handle.redispatch_boxed(_CPU_KEYSET, self, *args)
+
+    kernel.__name__ = f"neuron_{name.split('::')[-1]}"
+    return kernel
+
+
 def special_kernels() -> dict[str, Any]:
     """The explicit kernels, by overload name."""
-    return {
+    kernels: dict[str, Any] = {
         "set_.source_Storage": set_source_storage,
         "set_.source_Storage_storage_offset": set_source_storage_offset,
         "resize_": resize_,
     }
+    for name in DEVICE_AGNOSTIC_VIEWS:
+        base, _, overload = name.partition(".")
+        op = getattr(getattr(torch.ops.aten, base), overload or "default")
+        kernels[name] = _view_kernel(op)
+    return kernels
 
 
 __all__ = ["special_kernels", "fallback"]
