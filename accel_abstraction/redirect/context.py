@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
+from typing import IO, Any
 
 from ..backend import Backend
 from ..errors import AccelError
@@ -141,6 +142,19 @@ class redirect_cuda:  # noqa: N801 - used like a function: accel.redirect_cuda()
     def sites(self) -> list[Site]:
         """Every redirected call site so far (of the installation this object joined)."""
         return self.recorder.sites()
+
+    def report(self) -> dict[str, Any]:
+        """The sites as JSON-ready data (the format of ``accel run --report json``)."""
+        from .report import as_json
+
+        b = self.backend
+        return as_json(self.sites(), b.name, b.device_type, self._allow_missing)
+
+    def print_report(self, file: IO[str] | None = None) -> None:
+        """Print the sites as the table ``accel run`` prints (default: to stderr)."""
+        from .report import print_table
+
+        print_table(self.sites(), self.backend.name, self._allow_missing, file)
 
     def __repr__(self) -> str:
         state = "active" if self._held else "undone"

@@ -32,9 +32,10 @@ def _table(s: Server) -> dict[str, tuple[Callable[..., Any], str, str, Any]]:
     b = s.backend
     idx = s.translator.index
     no = NO_NEUTRAL
+    available = b.is_available()  # fixed while the backend is selected; availability() is not free
     return {
         # identity
-        "is_available": (lambda: b.is_available(), "device", "accel.is_available()", no),
+        "is_available": (lambda: available, "device", "accel.is_available()", no),
         "device_count": (lambda: b.device_count(), "device", "accel.device_count()", no),
         "current_device": (lambda: b.current_device(), "device", "accel.current_device()", no),
         "set_device": (lambda device: b.set_device(idx(device)), "device", "accel.set_device(i)", no),

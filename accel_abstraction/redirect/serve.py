@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.compiler import is_dynamo_compiling as is_compiling
 
 from ..backend import Backend
 from ..errors import CapabilityError
@@ -27,6 +28,8 @@ from .errors import RedirectCapabilityError
 from .sites import FAILED, MISSING, SiteRecorder
 
 __all__ = ["NO_NEUTRAL", "Server"]
+
+_getframe = sys._getframe
 
 NO_NEUTRAL = object()
 _NEUTRAL_FEATURES = frozenset({"memory_stats"})
@@ -88,13 +91,23 @@ class Server:
         """The replacement for the CUDA function ``original`` (see the module docstring)."""
         rec = self.recorder
         rec.describe(api, category, hint)
-        enter = rec.enter
+        internal, counts, classify = rec._internal, rec.counts, rec._classify
         server = self
 
         def replacement(*args: Any, **kwargs: Any) -> Any:
-            key = enter(api)
-            if key is None:
-                return original(*args, **kwargs)
+            # SiteRecorder.enter, inlined: this runs on every call
+            if is_compiling():
+                key: Any = ()
+            else:
+                frame = _getframe(1)
+                code = frame.f_code
+                flag = internal.get(id(code))
+                if flag is None:
+                    flag = classify(code)
+                if flag:
+                    return original(*args, **kwargs)
+                key = (id(code), frame.f_lasti, api)
+                counts[key] = counts.get(key, 0) + 1
             try:
                 return impl(*args, **kwargs)
             except RedirectCapabilityError:
