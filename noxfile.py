@@ -1,0 +1,220 @@
+"""Development and CI sessions: ``nox -l`` lists them, ``nox -s NAME`` runs one.
+
+* ``tests(backend='cpu'|'neuron'|'cuda')``: the test suite with one backend selected
+  (``neuron`` runs on the CPU emulation; ``cuda`` is skipped, with the plugin's reason, where
+  there is no GPU). Arguments after ``--`` go to pytest: ``nox -s "tests(backend='cpu')" -- -k parity``.
+* ``matrix``: every backend leg in one environment, then one table of passed/failed/skipped.
+* ``lint`` (ruff), ``typecheck`` (mypy), ``bench`` (``benchmarks/*.py``), ``patches``.
+
+Environments are plain ``venv`` ones filled by pip from ``requirements-dev.txt`` (which pins
+torch). They are reused between runs, and the install is skipped while the requirement and
+project files are unchanged (``nox -s NAME --reuse-venv=no`` rebuilds one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["lint", "typecheck", "matrix"]
+
+ROOT = Path(__file__).parent
+REPORTS = ROOT / ".nox" / "reports"
+DEPENDENCY_FILES = [
+    "requirements-dev.txt",
+    "constraints.txt",
+    "pyproject.toml",
+    "plugins/cpu/pyproject.toml",
+    "plugins/cuda/pyproject.toml",
+    "plugins/neuron/pyproject.toml",
+]
+
+#: Environment of each test leg: only the backend selection differs.
+BACKENDS: dict[str, dict[str, str]] = {
+    "cpu": {"ACCEL_BACKEND": "cpu", "ACCEL_TEST_BACKENDS": "cpu"},
+    "neuron": {"ACCEL_BACKEND": "neuron", "ACCEL_NEURON_EMULATE": "1", "ACCEL_TEST_BACKENDS": "neuron"},
+    "cuda": {"ACCEL_BACKEND": "cuda", "ACCEL_TEST_BACKENDS": "cuda"},
+}
+
+PROBE = """
+import sys
+import accel_abstraction.plugins as plugins
+from accel_abstraction.settings import AccelSettings
+name = sys.argv[1]
+entry = plugins.get_host().registry.get(name)
+avail = entry.spec.factory(AccelSettings.load(backend=name)).availability()
+print("yes" if avail.available else "no: " + avail.reason)
+"""
+
+TABLE = """
+import json, sys
+from rich.console import Console
+from rich.table import Table
+rows = json.loads(sys.argv[1])
+table = Table(title="Test matrix")
+for col, just in [("backend", "left"), ("passed", "right"), ("failed", "right"), ("errors", "right"),
+                  ("skipped", "right"), ("time", "right"), ("result", "left")]:
+    table.add_column(col, justify=just)
+for r in rows:
+    if r.get("note"):
+        table.add_row(r["backend"], "-", "-", "-", "-", "-", "[yellow]" + r["note"])
+        continue
+    ok = r["failed"] == 0 and r["errors"] == 0
+    table.add_row(r["backend"], str(r["passed"]), str(r["failed"]), str(r["errors"]), str(r["skipped"]),
+                  f"{r['time']:.0f} s", "[green]ok" if ok else "[red]failed")
+Console(width=100).print(table)
+"""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _digest() -> str:
+    h = hashlib.sha256()
+    for name in DEPENDENCY_FILES:
+        path = ROOT / name
+        h.update(name.encode())
+        h.update(path.read_bytes() if path.exists() else b"-")
+    return h.hexdigest()
+
+
+def install_dev(session: nox.Session) -> None:
+    """``pip install -r requirements-dev.txt``, skipped while the dependency files are unchanged."""
+    location = getattr(session.virtualenv, "location", None)
+    stamp = Path(location) / ".accel-dev-deps" if location else None
+    digest = _digest()
+    if stamp is not None and stamp.exists() and stamp.read_text() == digest:
+        session.log("dependencies unchanged since the last install; skipping pip")
+        return
+    session.install("-r", "requirements-dev.txt")
+    if stamp is not None:
+        stamp.write_text(digest)
+
+
+def _no_gpu_reason() -> str | None:
+    """Why this machine cannot run the cuda leg before anything is installed, or None if it may."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return "no NVIDIA GPU here (nvidia-smi not found)"
+    probe = subprocess.run([smi, "-L"], capture_output=True, text=True)
+    if probe.returncode != 0 or "GPU" not in probe.stdout:
+        return f"no NVIDIA GPU here (nvidia-smi -L: {(probe.stderr or probe.stdout).strip() or 'no devices'})"
+    return None
+
+
+def _unavailable(session: nox.Session, backend: str) -> str | None:
+    """The backend plugin's own reason it cannot run in this environment, or None when it can."""
+    env = BACKENDS[backend]
+    out = session.run("python", "-c", PROBE, backend, env=env, silent=True)
+    answer = (out or "").strip().splitlines()[-1] if out else ""
+    return (
+        None if answer == "yes" else answer.removeprefix("no: ") or "the availability probe printed nothing"
+    )
+
+
+def _run_leg(session: nox.Session, backend: str, *, check: bool) -> Path:
+    REPORTS.mkdir(parents=True, exist_ok=True)
+    junit = REPORTS / f"junit-{backend}.xml"
+    junit.unlink(missing_ok=True)
+    args = session.posargs or []
+    session.run(
+        "pytest",
+        f"--junitxml={junit}",
+        "-o",
+        f"junit_suite_name=accel-{backend}",
+        *args,
+        env=BACKENDS[backend],
+        success_codes=[0] if check else [0, 1, 5],
+    )
+    return junit
+
+
+def _summarise(backend: str, junit: Path) -> dict[str, object]:
+    if not junit.exists():
+        return {"backend": backend, "note": "no report (pytest did not run)"}
+    root = ET.parse(junit).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    total = {k: sum(int(s.get(k, 0)) for s in suites) for k in ("tests", "failures", "errors", "skipped")}
+    return {
+        "backend": backend,
+        "passed": total["tests"] - total["failures"] - total["errors"] - total["skipped"],
+        "failed": total["failures"],
+        "errors": total["errors"],
+        "skipped": total["skipped"],
+        "time": sum(float(s.get("time", 0)) for s in suites),
+    }
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+@nox.session
+@nox.parametrize("backend", list(BACKENDS))
+def tests(session: nox.Session, backend: str) -> None:
+    """The test suite with one backend selected (cuda: skipped with its reason where there is no GPU)."""
+    if backend == "cuda" and (reason := _no_gpu_reason()):
+        session.skip(f"cuda: {reason}")
+    install_dev(session)
+    if reason := _unavailable(session, backend):
+        session.skip(f"{backend}: {reason}")
+    _run_leg(session, backend, check=True)
+
+
+@nox.session
+def matrix(session: nox.Session) -> None:
+    """Every backend leg in one environment, then one summary table (from the junit reports)."""
+    install_dev(session)
+    rows: list[dict[str, object]] = []
+    for backend in BACKENDS:
+        reason = _no_gpu_reason() if backend == "cuda" else None
+        reason = reason or _unavailable(session, backend)
+        if reason:
+            session.log(f"{backend}: skipped: {reason}")
+            rows.append({"backend": backend, "note": f"skipped: {reason}"})
+            continue
+        rows.append(_summarise(backend, _run_leg(session, backend, check=False)))
+    session.run("python", "-c", TABLE, json.dumps(rows))
+    failed = [r["backend"] for r in rows if not r.get("note") and (r["failed"] or r["errors"])]
+    if failed:
+        session.error(f"tests failed on: {', '.join(map(str, failed))}")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over the project (the rules in pyproject.toml); needs only ruff, so it is quick."""
+    session.install("ruff")
+    session.run("ruff", "check", *(session.posargs or ["."]))
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy on the accel_abstraction package."""
+    install_dev(session)
+    session.run("mypy", "accel_abstraction", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Run each benchmarks/*.py (they print ratios against the direct PyTorch calls)."""
+    scripts = sorted((ROOT / "benchmarks").glob("*.py"))
+    if not scripts:
+        session.skip("no benchmarks/*.py")
+    install_dev(session)
+    for script in scripts:
+        session.run("python", str(script.relative_to(ROOT)), *session.posargs)
+
+
+@nox.session
+def patches(session: nox.Session) -> None:
+    """The torch patch series still applies (``accel patches check``) and behaves (tests/patches)."""
+    install_dev(session)
+    session.run("accel", "patches", "check")
+    session.run("pytest", "tests/patches", *session.posargs)
