@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
+import libcst.helpers
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .findings import Finding, Fix
@@ -232,6 +233,58 @@ def add_accel_import(module: cst.Module) -> cst.Module:
     return module.with_changes(body=body)
 
 
+#: Imports from these modules are dropped once porting removed every use of what they bind.
+_CUDA_MODULES = ("torch.cuda", "torch.backends.cudnn", "torch.backends.cuda")
+
+
+def _used_names(tree: ast.AST) -> set[str]:
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+
+
+class _DropDeadImports(cst.CSTTransformer):
+    """Remove names imported from CUDA modules that nothing uses any more."""
+
+    def __init__(self, dead: set[str]) -> None:
+        super().__init__()
+        self.dead = dead
+
+    def _keep(self, small: cst.BaseSmallStatement) -> cst.BaseSmallStatement | None:
+        if isinstance(small, cst.ImportFrom):
+            if small.relative or small.module is None or isinstance(small.names, cst.ImportStar):
+                return small
+            module = cst.helpers.get_full_name_for_node(small.module) or ""
+            aliases = list(small.names)
+        elif isinstance(small, cst.Import):
+            module, aliases = "", list(small.names)
+        else:
+            return small
+        kept = []
+        for alias in aliases:
+            full = f"{module}.{alias.evaluated_name}" if module else alias.evaluated_name
+            bound = alias.evaluated_alias or (alias.evaluated_name if module else None)
+            if not (full.startswith(_CUDA_MODULES) and bound in self.dead):
+                kept.append(alias)
+        if len(kept) == len(aliases):
+            return small
+        if not kept:
+            return None
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return small.with_changes(names=kept)
+
+    def leave_SimpleStatementLine(  # noqa: N802 - libcst's visitor naming
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
+        body = [kept for small in updated_node.body if (kept := self._keep(small)) is not None]
+        if len(body) == len(updated_node.body) and all(a is b for a, b in zip(body, updated_node.body, strict=True)):
+            return updated_node
+        if body:
+            body[-1] = body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+            return updated_node.with_changes(body=body)
+        if any(line.comment is not None for line in updated_node.leading_lines):
+            return updated_node  # keep the comment's anchor rather than lose the comment
+        return cst.RemoveFromParent()
+
+
 def _accel_name_clash(source: str) -> int | None:
     """The line where ``accel`` is bound to anything but ``accel_abstraction``, if any."""
     if re.search(r"\baccel\b", source) is None:
@@ -283,6 +336,7 @@ def port_source(
     findings = scanned.findings
     text = source
     applied: list[Finding] = []
+    used_before = _used_names(ast.parse(source)) if any(f.fix is not None for f in findings) else set()
     for _ in range(max_rounds):
         todo = [f for f in findings if f.fix is not None]
         if not todo:
@@ -304,6 +358,13 @@ def port_source(
         if problem is not None:
             result.error = f"{path}: rewrite produced invalid Python ({problem}); file left unchanged"
             return result
+        dead = used_before - _used_names(ast.parse(text))
+        if dead:
+            text = new_module.visit(_DropDeadImports(dead)).code
+            problem = _parses(text)
+            if problem is not None:
+                result.error = f"{path}: removing unused imports produced invalid Python ({problem}); file left unchanged"
+                return result
         again = scan_source(text, path, enabled=enabled, precheck=False)
         findings = again.findings
     result.output = text
