@@ -1,0 +1,76 @@
+"""What `accel port` writes for each kind of site (exact text, formatting kept)."""
+
+from __future__ import annotations
+
+import pytest
+
+from accel_abstraction.porting import port_source
+
+H = "import os\nimport torch\n"
+A = "import accel_abstraction as accel\n"
+
+CASES = [
+    ('x = torch.zeros(2, device="cuda")\n', 'x = torch.zeros(2, device=accel.device())\n'),
+    ('d = torch.device("cuda:1")\n', "d = accel.device(1)\n"),
+    ('d = torch.device("cuda", rank)\n', "d = accel.device(rank)\n"),
+    ('d = torch.device(f"cuda:{rank}")\n', "d = accel.device(rank)\n"),
+    ('y = x.to("cuda:" + str(rank))\n', "y = x.to(accel.device(rank))\n"),
+    ("y = x.to(local_rank)\n", "y = x.to(accel.device(local_rank))\n"),
+    ("y = x.cuda(non_blocking=True)\n", "y = x.to(accel.device(), non_blocking=True)\n"),
+    ("y = x.cuda(1)\n", "y = x.to(accel.device(1))\n"),
+    ("y = (x  # keep\n     .cuda())\n", "y = (x  # keep\n     .to(accel.device()))\n"),
+    ("ok = x.is_cuda and y\n", "ok = x.device.type == accel.device_type() and y\n"),
+    ("ok = [x.is_cuda]\n", "ok = [(x.device.type == accel.device_type())]\n"),
+    ("torch.backends.cudnn.deterministic = True  # repro\n", "accel.set_deterministic(True)  # repro\n"),
+    ("with torch.autocast(device_type='cuda', dtype=torch.float16):\n    pass\n",
+     "with accel.autocast(dtype=torch.float16):\n    pass\n"),
+    ("s = torch.amp.GradScaler(init_scale=8.0, device='cuda')\n", "s = accel.GradScaler(init_scale=8.0)\n"),
+    ('torch.distributed.init_process_group(backend="nccl")\n',
+     "torch.distributed.init_process_group(backend=accel.dist_backend())\n"),
+    ("loader = DataLoader(ds, pin_memory=True)\n", "loader = DataLoader(ds, pin_memory=accel.capabilities().pinned_memory)\n"),
+    ('n = os.environ.get("CUDA_VISIBLE_DEVICES")\n', "n = os.environ.get(accel.visible_devices_env())\n"),
+    ("with torch.cuda.amp.autocast(enabled=torch.cuda.is_available()):\n    pass\n",
+     "with accel.autocast(enabled=accel.is_available()):\n    pass\n"),
+    ("f = torch.cuda.is_available\n", "f = accel.is_available\n"),
+]
+
+
+@pytest.mark.parametrize(("before", "after"), CASES, ids=[c[0].split("\n")[0][:40] for c in CASES])
+def test_rewrite(before: str, after: str) -> None:
+    result = port_source(H + before)
+    assert result.error is None
+    assert result.output == H + A + after
+
+
+def test_import_goes_after_docstring_future_and_leading_imports() -> None:
+    source = '"""Doc."""\nfrom __future__ import annotations\n\nimport os\nimport torch\n\nx = y.cuda()\n'
+    assert port_source(source).output == (
+        '"""Doc."""\nfrom __future__ import annotations\n\nimport os\nimport torch\n'
+        + A + "\nx = y.to(accel.device())\n"
+    )
+
+
+def test_existing_accel_import_is_reused() -> None:
+    source = H + A + "x = y.cuda()\n"
+    assert port_source(source).output == H + A + "x = y.to(accel.device())\n"
+
+
+def test_cuda_imports_are_dropped_only_when_unused_and_not_commented() -> None:
+    source = (
+        "import torch\nfrom torch.cuda.amp import GradScaler, custom_fwd\n"
+        "# needed by the kernels below\nfrom torch.cuda import synchronize\n"
+        "s = GradScaler()\nsynchronize()\n"
+    )
+    assert port_source(source).output == (
+        "import torch\nfrom torch.cuda.amp import custom_fwd\n"
+        "# needed by the kernels below\nfrom torch.cuda import synchronize\n"
+        + A + "s = accel.GradScaler()\naccel.synchronize()\n"
+    )
+
+
+def test_positional_autocast_arguments_are_left_for_a_person() -> None:
+    result = port_source(H + "with torch.cuda.amp.autocast(True):\n    pass\n")
+    assert result.output == result.source
+    assert [(f.code, f.suggestion) for f in result.manual] == [
+        ("ACC131", "manual: positional arguments differ from accel.autocast(dtype, enabled)")
+    ]
