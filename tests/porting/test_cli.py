@@ -204,3 +204,14 @@ def test_port_refuses_when_accel_means_something_else(tree: Path, capsys: pytest
     assert main(["port", "--write", "hf.py"]) == 1
     assert path.read_text() == text
     assert "hf.py:1: the name 'accel' is already bound" in capsys.readouterr().err
+
+
+def test_progress_goes_to_stderr_and_only_when_asked_or_on_a_terminal(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["scan", "--progress", "--jobs", "1", "."]) == 0
+    assert capsys.readouterr().out.count("ACC1") == 3  # stdout holds the report alone
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
+    assert runner.want_progress(None, runner.PROGRESS_THRESHOLD)
+    assert not runner.want_progress(None, runner.PROGRESS_THRESHOLD - 1)
+    assert not runner.want_progress(False, 10_000)
