@@ -30,6 +30,7 @@ from . import rng, storage
 _Tensor = torch.Tensor
 _device_cls = torch.device
 _cpu_view = storage.cpu_view
+_fresh_view = storage.fresh_cpu_view
 _to_neuron = storage.to_neuron
 _CPU = torch.device("cpu")
 
@@ -47,7 +48,7 @@ class OpInfo:
 
     __slots__ = (
         "name", "write_pos", "write_names", "ret_src", "device_pos", "device_name", "gen_pos",
-        "gen_name", "seeded", "index_pos", "check_devices", "resync", "has_out", "arg_names",
+        "gen_name", "seeded", "index_pos", "check_devices", "resync", "has_out", "arg_names", "single_fresh",
     )
 
     def __init__(self, op: torch._ops.OpOverload) -> None:
@@ -91,6 +92,7 @@ class OpInfo:
             else:
                 ret_src.append(None)
         self.ret_src = ret_src
+        self.single_fresh = len(ret_src) == 1 and ret_src[0] is None and str(schema.returns[0].type) == "Tensor"
         tags = op.tags
         self.seeded = torch.Tag.nondeterministic_seeded in tags and self.gen_name is None
         self.check_devices = self.name not in _COPY_OPS
@@ -119,45 +121,74 @@ def device_mismatch(info: OpInfo, where: Any) -> RuntimeError:
     )
 
 
-def _convert(info: OpInfo, value: Any, where: Any, state: list) -> Any:
-    """Convert one argument; `state` = [saw_neuron, first offending cpu position]."""
+def _convert_seq(info: OpInfo, value: list | tuple, where: Any, view: Any, state: list) -> Any:
+    """Convert a list argument (Tensor[], Tensor?[]); `state` = [saw_neuron, first offending position]."""
+    first = value[0]
+    index_arg = where in info.index_pos
+    if not (isinstance(first, _Tensor) or (first is None and index_arg)):
+        return value
+    out = []
+    for v in value:
+        if isinstance(v, _Tensor):
+            if v.is_cpu:
+                if not index_arg and state[1] is None and v.dim() != 0:
+                    state[1] = where
+                out.append(v)
+            else:
+                state[0] = True
+                out.append(view(v))
+        else:
+            out.append(v)
+    return out
+
+
+def _convert_one(info: OpInfo, value: Any, where: Any, view: Any, state: list) -> Any:
     if isinstance(value, _Tensor):
         if value.is_cpu:
             if state[1] is None and value.dim() != 0:
                 state[1] = where
             return value
         state[0] = True
-        return _cpu_view(value)
-    if isinstance(value, (list, tuple)) and value:
-        first = value[0]
-        if isinstance(first, _Tensor) or (first is None and where in info.index_pos):
-            out = []
-            index_arg = where in info.index_pos
-            for v in value:
-                if isinstance(v, _Tensor):
-                    if v.is_cpu:
-                        if not index_arg and state[1] is None and v.dim() != 0:
-                            state[1] = where
-                        out.append(v)
-                    else:
-                        state[0] = True
-                        out.append(_cpu_view(v))
-                else:
-                    out.append(v)
-            return out
-        return value
-    if isinstance(value, _device_cls) and value.type != "cpu":
+        return view(value)
+    cls = value.__class__
+    if (cls is list or cls is tuple) and value:
+        return _convert_seq(info, value, where, view, state)
+    if cls is _device_cls and value.type != "cpu":
         return _CPU
     return value
 
 
 def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
     """Run `op` with the CPU kernel on CPU views of its neuron arguments."""
-    state = [False, None]
-    cargs = [_convert(info, a, i, state) for i, a in enumerate(args)]
-    ckwargs = {k: _convert(info, v, k, state) for k, v in kwargs.items()} if kwargs else {}
-    if state[1] is not None and state[0] and info.check_devices:
-        raise device_mismatch(info, state[1])
+    view = _fresh_view if info.resync else _cpu_view
+    saw_neuron = False
+    bad = None
+    cargs = list(args)
+    state = None
+    for i, a in enumerate(args):
+        if isinstance(a, _Tensor):
+            if a.is_cpu:
+                if bad is None and a.dim() != 0:
+                    bad = i
+            else:
+                saw_neuron = True
+                cargs[i] = view(a)
+        elif a.__class__ is list or a.__class__ is tuple or a.__class__ is _device_cls:
+            if state is None:
+                state = [False, None]
+            cargs[i] = _convert_one(info, a, i, view, state)
+    if kwargs:
+        if state is None:
+            state = [False, None]
+        ckwargs = {k: _convert_one(info, v, k, view, state) for k, v in kwargs.items()}
+    else:
+        ckwargs = {}
+    if state is not None:
+        saw_neuron = saw_neuron or state[0]
+        if bad is None:
+            bad = state[1]
+    if bad is not None and saw_neuron and info.check_devices:
+        raise device_mismatch(info, bad)
 
     # Output device: an explicit device argument decides, else the neuron device.
     to_cpu = False
@@ -192,6 +223,10 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
 
     if info.resync:
         _resync(info, args, kwargs, cargs, ckwargs)
+    if out is None:
+        return None
+    if out.__class__ is _Tensor and info.single_fresh:
+        return out if to_cpu or not out.is_cpu else _to_neuron(out)
     return _wrap(info, out, args, kwargs, to_cpu)
 
 

@@ -1,14 +1,14 @@
 """Memory statistics of the emulated device, counted per neuron storage.
 
-Every neuron storage the emulator creates is registered here with its size;
-a weak-reference callback on the storage's Python object (which lives exactly
-as long as the C++ storage) subtracts it again when the storage is freed. The
-emulator has no caching allocator, so "reserved" equals "allocated".
+Every neuron storage the emulator creates is counted here with its size
+(:func:`allocate`); a weak-reference callback on the storage's Python object,
+which lives exactly as long as the C++ storage, calls :func:`free` when the
+storage goes (see ``storage.py``). Zero-byte storages are not allocations.
+The emulator has no caching allocator, so "reserved" equals "allocated".
 """
 
 from __future__ import annotations
 
-import weakref
 from collections import OrderedDict
 from typing import Any
 
@@ -24,19 +24,10 @@ _state = {
     "current_count": 0,
     "peak_count": 0,
 }
-_refs: dict[int, weakref.ref] = {}
 
 
-def _freed(key: int, nbytes: int) -> None:
-    _refs.pop(key, None)
-    _state["allocated"] -= nbytes
-    _state["free_count"] += 1
-    _state["freed_total"] += nbytes
-    _state["current_count"] -= 1
-
-
-def track(storage: torch.UntypedStorage, nbytes: int) -> None:
-    """Count `nbytes` as allocated until `storage` is freed."""
+def allocate(nbytes: int) -> None:
+    """Count an allocation of `nbytes` bytes."""
     s = _state
     s["allocated"] += nbytes
     s["alloc_count"] += 1
@@ -46,8 +37,15 @@ def track(storage: torch.UntypedStorage, nbytes: int) -> None:
         s["peak"] = s["allocated"]
     if s["current_count"] > s["peak_count"]:
         s["peak_count"] = s["current_count"]
-    key = id(storage)
-    _refs[key] = weakref.ref(storage, lambda _r, k=key, n=nbytes: _freed(k, n))
+
+
+def free(nbytes: int) -> None:
+    """Count the release of an allocation of `nbytes` bytes."""
+    s = _state
+    s["allocated"] -= nbytes
+    s["free_count"] += 1
+    s["freed_total"] += nbytes
+    s["current_count"] -= 1
 
 
 def allocated() -> int:

@@ -24,6 +24,9 @@ from . import device_module, memory
 _construct_storage = torch._C._construct_storage_from_data_pointer
 _create_empty = torch._C._acc.create_empty_tensor
 _set_storage = torch.ops.aten.set_.source_Storage_storage_offset
+_redispatch_set = _set_storage._handle.redispatch_boxed
+_cpu_empty = torch.empty
+_EMPTY_SHAPE = (0,)
 _CPU_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 _CPU = torch.device("cpu")
 
@@ -31,6 +34,7 @@ _NEURON: list[torch.device] = []  # filled by install(), once PrivateUse1 is nam
 
 # data pointer of a CPU allocation -> weak reference to the neuron storage over it
 _by_ptr: dict[int, weakref.ref] = {}
+_VIEW_CACHE_SIZE = 8  # CPU views kept per storage, by geometry
 
 
 def bind_device() -> None:
@@ -39,13 +43,28 @@ def bind_device() -> None:
         _NEURON.append(torch.device("neuron", 0))
 
 
-def _device() -> torch.device:
-    return _NEURON[0]
+def _on_free(ptr: int, nbytes: int):
+    def freed(ref: weakref.ref) -> None:
+        if _by_ptr.get(ptr) is ref:
+            del _by_ptr[ptr]
+        memory.free(nbytes)
+
+    return freed
 
 
-def _forget(ptr: int, ref: weakref.ref) -> None:
-    if _by_ptr.get(ptr) is ref:
-        del _by_ptr[ptr]
+def _new_storage_over(cpu_storage: torch.UntypedStorage, ptr: int, nbytes: int) -> torch.UntypedStorage:
+    st = _construct_storage(ptr, _NEURON[0], nbytes)
+    # A non-resizable CPU alias of the same memory, handed to CPU kernels; it keeps the owner alive.
+    alias = _construct_storage(ptr, _CPU, nbytes)
+    alias._emu_owner = getattr(cpu_storage, "_emu_owner", cpu_storage)
+    st._emu_cpu = alias
+    st._emu_views = {}
+    if nbytes:
+        _by_ptr[ptr] = weakref.ref(st, _on_free(ptr, nbytes))
+        memory.allocate(nbytes)
+        if not device_module._initialized:
+            device_module._initialized = True  # first use of the device, as CUDA's lazy init
+    return st
 
 
 def neuron_storage_for(cpu_storage: torch.UntypedStorage) -> torch.UntypedStorage:
@@ -57,61 +76,60 @@ def neuron_storage_for(cpu_storage: torch.UntypedStorage) -> torch.UntypedStorag
         existing = ref()
         if existing is not None and existing.nbytes() >= nbytes:
             return existing
-    owner = getattr(cpu_storage, "_emu_owner", cpu_storage)
-    st = _construct_storage(ptr, _device(), nbytes)
-    # A non-resizable CPU alias of the same memory, handed to CPU kernels.
-    alias = _construct_storage(ptr, _CPU, nbytes)
-    alias._emu_owner = owner
-    st._emu_cpu = alias
-    if ptr:
-        ref = weakref.ref(st, lambda r, p=ptr: _forget(p, r))
-        _by_ptr[ptr] = ref
-    memory.track(st, nbytes)
-    if not device_module._initialized:
-        device_module._initialized = True  # first use of the device, as CUDA's lazy init
-    return st
-
-
-def new_storage(nbytes: int) -> torch.UntypedStorage:
-    """Allocate a fresh neuron storage of `nbytes` bytes (zero-filled is not promised)."""
-    return neuron_storage_for(torch.UntypedStorage(nbytes))
-
-
-def empty_neuron(dtype: torch.dtype) -> torch.Tensor:
-    """A neuron tensor of `dtype` with an empty placeholder storage, to be `set_` later."""
-    return _create_empty((0,), dtype)
+    return _new_storage_over(cpu_storage, ptr, nbytes)
 
 
 def set_geometry(t: torch.Tensor, st: torch.UntypedStorage, offset: int, size, stride) -> torch.Tensor:
     """Point neuron tensor `t` at neuron storage `st` with the given geometry (CPU redispatch of set_)."""
-    _set_storage.redispatch(_CPU_KEYSET, t, st, offset, size, stride)
-    return t
-
-
-def make_tensor(st: torch.UntypedStorage, dtype: torch.dtype, offset: int, size, stride) -> torch.Tensor:
-    """A new neuron tensor viewing neuron storage `st`."""
-    t = _create_empty((0,), dtype)
-    _set_storage.redispatch(_CPU_KEYSET, t, st, offset, size, stride)
+    _redispatch_set(_CPU_KEYSET, t, st, offset, size, stride)
     return t
 
 
 def to_neuron(c: torch.Tensor) -> torch.Tensor:
     """Map a CPU result tensor to a neuron tensor over the same memory (zero-copy)."""
-    st = neuron_storage_for(c.untyped_storage())
-    t = _create_empty((0,), c.dtype)
-    _set_storage.redispatch(_CPU_KEYSET, t, st, c.storage_offset(), c.shape, c.stride())
+    cst = c.untyped_storage()
+    ptr = cst.data_ptr()
+    ref = _by_ptr.get(ptr)
+    st = ref() if ref is not None else None
+    if st is None or st.nbytes() < cst.nbytes():
+        st = _new_storage_over(cst, ptr, cst.nbytes())
+    t = _create_empty(_EMPTY_SHAPE, c.dtype)
+    _redispatch_set(_CPU_KEYSET, t, st, c.storage_offset(), c.shape, c.stride())
     return t
 
 
 def cpu_view(t: torch.Tensor) -> torch.Tensor:
-    """A zero-copy CPU tensor over the memory of neuron tensor `t`, same geometry and dtype."""
+    """A zero-copy CPU tensor over the memory of neuron tensor `t`, same geometry and dtype.
+
+    Views are cached per storage by geometry (the memory behind a neuron storage never moves),
+    so callers must not change a returned view's metadata; use :func:`fresh_cpu_view` for that.
+    """
+    st = t.untyped_storage()
+    try:
+        cache = st._emu_views
+    except AttributeError:
+        return fresh_cpu_view(t)
+    dtype = t.dtype
+    size = t.shape
+    stride = t.stride()
+    offset = t.storage_offset()
+    key = (dtype, size, stride, offset)
+    c = cache.get(key)
+    if c is None:
+        c = _cpu_empty(0, dtype=dtype).set_(st._emu_cpu, offset, size, stride)
+        if len(cache) < _VIEW_CACHE_SIZE:
+            cache[key] = c
+    return c
+
+
+def fresh_cpu_view(t: torch.Tensor) -> torch.Tensor:
+    """Like :func:`cpu_view`, but a new CPU tensor the caller may re-point or resize."""
     st = t.untyped_storage()
     try:
         alias = st._emu_cpu
     except AttributeError:
         alias = _adopt(st)
-    c = torch.empty(0, dtype=t.dtype)
-    return c.set_(alias, t.storage_offset(), t.shape, t.stride())
+    return _cpu_empty(0, dtype=t.dtype).set_(alias, t.storage_offset(), t.shape, t.stride())
 
 
 def _adopt(st: torch.UntypedStorage) -> torch.UntypedStorage:
