@@ -172,11 +172,11 @@ def _resolve(fn: Callable[[], Any] | str) -> tuple[Callable[[], Any], str | None
         for part in attr.split("."):
             obj = getattr(obj, part)
         return obj, fn
-    module = getattr(fn, "__module__", None)
-    qualname = getattr(fn, "__qualname__", "")
-    if not module or module == "__main__" or "<" in qualname:
+    fn_module: str | None = getattr(fn, "__module__", None)
+    qualname: str = getattr(fn, "__qualname__", "")
+    if not fn_module or fn_module == "__main__" or "<" in qualname:
         return fn, None
-    return fn, f"{module}:{qualname}"
+    return fn, f"{fn_module}:{qualname}"
 
 
 def _needs_subprocess(name: str) -> bool:

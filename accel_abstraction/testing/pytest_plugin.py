@@ -73,8 +73,19 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if not any(name in metafunc.fixturenames for name in _FIXTURES):
         return
+    if _parametrized_by_the_test(metafunc):
+        return  # @pytest.mark.parametrize("accel_backend", [...], indirect=True) pins the backends
     names = selected_backends(metafunc.config)
     metafunc.parametrize("accel_backend", names, indirect=True, ids=names)
+
+
+def _parametrized_by_the_test(metafunc: pytest.Metafunc) -> bool:
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        argnames = mark.args[0] if mark.args else mark.kwargs.get("argnames", "")
+        names = [n.strip() for n in argnames.split(",")] if isinstance(argnames, str) else list(argnames)
+        if "accel_backend" in names:
+            return True
+    return False
 
 
 def _required_features(marker: pytest.Mark) -> list[str]:

@@ -161,3 +161,18 @@ def test_loading_the_plugin_imports_no_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_test_can_pin_its_backends(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.parametrize("accel_backend", ["fakecpu"], indirect=True)
+        def test_pinned(accel_backend):
+            assert accel_backend.name == "fakecpu"
+        """
+    )
+    result = suite.runpytest("-v", "--accel-backend=cpu,fakeacc")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_pinned[[]fakecpu[]] PASSED*"])
