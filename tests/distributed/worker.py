@@ -7,7 +7,8 @@ Modes:
   single-process full-batch reference computed on rank 0 (``ref.pt``);
 * ``info``: init, one all_reduce, barrier, destroy;
 * ``die``: rank 1 exits right after joining; rank 0 then calls ``accel.barrier()`` and
-  records the error and how long it took.
+  records the error and how long it took; ``stall``: the same, but rank 1 stays alive
+  without taking part (for three timeouts) before it exits.
 
 It uses only the public API a user script would use: ``accel.init_distributed()``,
 ``info.device``, ``torch.distributed`` and DDP.
@@ -140,10 +141,12 @@ def info_mode(out_dir: Path) -> None:
     assert not dist.is_initialized()
 
 
-def die(out_dir: Path) -> None:
+def die(out_dir: Path, stall: bool = False) -> None:
     info = accel.init_distributed()
     dist.barrier()  # both ranks are in the group
     if info.rank == 1:
+        if stall:  # alive but never arrives: rank 0 must give up after the timeout
+            time.sleep(3 * float(os.environ["ACCEL_DIST_TIMEOUT"]))
         os._exit(3)
     time.sleep(1.0)
     start = time.monotonic()
@@ -161,4 +164,5 @@ def die(out_dir: Path) -> None:
 
 if __name__ == "__main__":
     mode, out = sys.argv[1], Path(sys.argv[2])
-    {"train": train, "info": info_mode, "die": die}[mode](out)
+    modes = {"train": train, "info": info_mode, "die": die, "stall": lambda o: die(o, stall=True)}
+    modes[mode](out)
