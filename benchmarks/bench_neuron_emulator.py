@@ -20,7 +20,9 @@ import torch.nn as nn
 
 def _mlp_step(device: str, batch: int) -> Callable[[], None]:
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512)).to(device)
+    model = nn.Sequential(
+        nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512)
+    ).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x = torch.randn(batch, 512).to(device)
     y = torch.randn(batch, 512).to(device)
@@ -56,7 +58,9 @@ def _time(step: Callable[[], None], n: int) -> float:
     return (time.perf_counter() - start) / n
 
 
-def measure(make: Callable[[str, int], Callable[[], None]], batch: int, rounds: int, steps: int) -> tuple[float, float]:
+def measure(
+    make: Callable[[str, int], Callable[[], None]], batch: int, rounds: int, steps: int
+) -> tuple[float, float]:
     """Median seconds per step on CPU and on neuron, alternating rounds."""
     cpu, neuron = make("cpu", batch), make("neuron", batch)
     for s in (cpu, neuron, cpu, neuron):

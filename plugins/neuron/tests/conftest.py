@@ -33,7 +33,10 @@ def run_python():
         env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
         return subprocess.run(
             [sys.executable, "-c", textwrap.dedent(code)],
-            capture_output=True, text=True, timeout=timeout, env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
         )
 
     return run

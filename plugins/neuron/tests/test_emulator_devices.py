@@ -13,8 +13,14 @@ SAME_DEVICE = "Expected all tensors to be on the same device"
 
 @pytest.mark.parametrize(
     "fn",
-    [lambda d, c: d + c, lambda d, c: d @ c.T, lambda d, c: torch.cat([d, c]), lambda d, c: F.linear(c, d),
-     lambda d, c: torch.where(c > 0, d, d), lambda d, c: d.add_(c)],
+    [
+        lambda d, c: d + c,
+        lambda d, c: d @ c.T,
+        lambda d, c: torch.cat([d, c]),
+        lambda d, c: F.linear(c, d),
+        lambda d, c: torch.where(c > 0, d, d),
+        lambda d, c: d.add_(c),
+    ],
     ids=["add", "matmul", "cat", "linear", "where", "add_"],
 )
 def test_cpu_tensor_meeting_neuron_tensor_raises(fn):

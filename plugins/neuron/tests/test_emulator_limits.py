@@ -57,8 +57,12 @@ def test_in_process_copies_and_serialization_round_trip():
 def test_second_device_is_a_clear_error():
     from accel_neuron.emulator import EmulatorError
 
-    for make in (lambda: torch.ones(2, device="neuron:1"), lambda: torch.ones(2).to("neuron:1"),
-                 lambda: torch.UntypedStorage(4, device="neuron:1"), lambda: torch.neuron.set_device(1)):
+    for make in (
+        lambda: torch.ones(2, device="neuron:1"),
+        lambda: torch.ones(2).to("neuron:1"),
+        lambda: torch.UntypedStorage(4, device="neuron:1"),
+        lambda: torch.neuron.set_device(1),
+    ):
         with pytest.raises(EmulatorError, match="one device per process"):
             make()
 
@@ -72,6 +76,7 @@ def test_pin_memory_returns_an_unpinned_copy():
     x = torch.arange(4.0)
     p = x.pin_memory()
     assert torch.equal(p, x) and p.data_ptr() != x.data_ptr() and not p.is_pinned()
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(6.0)), batch_size=3,
-                                         pin_memory=True)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.arange(6.0)), batch_size=3, pin_memory=True
+    )
     assert [b[0].tolist() for b in loader] == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]

@@ -69,15 +69,18 @@ def test_training_steps_match_cpu_bitwise(model, foreach):
     build, batch = (_mlp, _mlp_batch) if model == "mlp" else (_Block, _block_batch)
     ref = _train(build, batch, "cpu", foreach)
     got = _train(build, batch, "neuron", foreach)
-    for ref_list, got_list in zip(ref, got):
-        for a, b in zip(ref_list, got_list):
+    for ref_list, got_list in zip(ref, got, strict=True):
+        for a, b in zip(ref_list, got_list, strict=True):
             assert torch.equal(a, b)
 
 
 def test_dropout_matches_cpu_given_the_same_generator_state():
     x = torch.randn(64, 64)
-    for fn in (lambda t: F.dropout(t, 0.3), lambda t: F.dropout(t.clone(), 0.3, inplace=True),
-               lambda t: nn.Dropout(0.5)(t)):
+    for fn in (
+        lambda t: F.dropout(t, 0.3),
+        lambda t: F.dropout(t.clone(), 0.3, inplace=True),
+        lambda t: nn.Dropout(0.5)(t),
+    ):
         _seed("cpu", 7)
         ref = fn(x)
         _seed("neuron", 7)
@@ -89,13 +92,18 @@ def test_dropout_matches_cpu_given_the_same_generator_state():
 def test_scaled_dot_product_attention_matches_cpu(mask, dropout_p):
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 4, 16, 8, generator=g, requires_grad=True) for _ in range(3))
-    m = {None: None, "bool": torch.rand(16, 16, generator=g) > 0.3, "float": torch.randn(16, 16, generator=g)}[mask]
+    m = {
+        None: None,
+        "bool": torch.rand(16, 16, generator=g) > 0.3,
+        "float": torch.randn(16, 16, generator=g),
+    }[mask]
     qn, kn, vn = (t.detach().to("neuron").requires_grad_() for t in (q, k, v))
     _seed("cpu", 3)
     ref = F.scaled_dot_product_attention(q, k, v, attn_mask=m, dropout_p=dropout_p)
     _seed("neuron", 3)
-    got = F.scaled_dot_product_attention(qn, kn, vn, attn_mask=None if m is None else m.to("neuron"),
-                                         dropout_p=dropout_p)
+    got = F.scaled_dot_product_attention(
+        qn, kn, vn, attn_mask=None if m is None else m.to("neuron"), dropout_p=dropout_p
+    )
     assert torch.equal(got.cpu(), ref)
     ref.square().sum().backward()
     got.square().sum().backward()

@@ -34,10 +34,15 @@ def test_device_ops_do_not_consume_the_cpu_stream():
 
 @pytest.mark.parametrize(
     "draw",
-    [lambda: torch.randn(5, device="neuron"), lambda: F.dropout(torch.ones(16, device="neuron"), 0.5),
-     lambda: torch.ones(6, device="neuron").bernoulli_(0.3), lambda: torch.randint(0, 100, (5,), device="neuron"),
-     lambda: torch.randperm(7, device="neuron"), lambda: torch.native_dropout(torch.ones(16, device="neuron"), 0.5, True)[0],
-     lambda: torch.empty(4, device="neuron").normal_()],
+    [
+        lambda: torch.randn(5, device="neuron"),
+        lambda: F.dropout(torch.ones(16, device="neuron"), 0.5),
+        lambda: torch.ones(6, device="neuron").bernoulli_(0.3),
+        lambda: torch.randint(0, 100, (5,), device="neuron"),
+        lambda: torch.randperm(7, device="neuron"),
+        lambda: torch.native_dropout(torch.ones(16, device="neuron"), 0.5, True)[0],
+        lambda: torch.empty(4, device="neuron").normal_(),
+    ],
     ids=["randn", "dropout", "bernoulli_", "randint", "randperm", "native_dropout", "normal_"],
 )
 def test_get_and_set_rng_state_replay(draw):

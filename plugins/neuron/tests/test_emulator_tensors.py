@@ -9,16 +9,31 @@ from hypothesis import strategies as st
 
 pytestmark = pytest.mark.usefixtures("neuron_emulator")
 
-DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.uint8,
-          torch.bool, torch.complex64]
+DTYPES = [
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.bfloat16,
+    torch.int64,
+    torch.int32,
+    torch.uint8,
+    torch.bool,
+    torch.complex64,
+]
 
 
 def test_device_strings_and_factories():
     assert torch.device("neuron:0").type == "neuron"
-    for t in (torch.zeros(2, 3, device="neuron"), torch.ones(4, device="neuron:0"),
-              torch.arange(5, device=torch.device("neuron")), torch.full((2,), 7.0, device="neuron"),
-              torch.empty(3, device="neuron"), torch.randn(3, device="neuron"), torch.eye(2, device="neuron"),
-              torch.tensor([1, 2], device="neuron")):
+    for t in (
+        torch.zeros(2, 3, device="neuron"),
+        torch.ones(4, device="neuron:0"),
+        torch.arange(5, device=torch.device("neuron")),
+        torch.full((2,), 7.0, device="neuron"),
+        torch.empty(3, device="neuron"),
+        torch.randn(3, device="neuron"),
+        torch.eye(2, device="neuron"),
+        torch.tensor([1, 2], device="neuron"),
+    ):
         assert t.device == torch.device("neuron", 0) and t.is_neuron
     assert torch.full((2,), 7.0, device="neuron").cpu().tolist() == [7.0, 7.0]
     assert torch.arange(5, device="neuron").cpu().tolist() == [0, 1, 2, 3, 4]

@@ -45,8 +45,11 @@ def _index(device: _DeviceLike) -> int:
     if idx == -1:
         return 0
     if idx != 0:
-        raise limit(f"neuron device index {idx}", "The emulator has one device per process (neuron:0); "
-                    "run one process per device, as torchrun does on Trainium.")
+        raise limit(
+            f"neuron device index {idx}",
+            "The emulator has one device per process (neuron:0); "
+            "run one process per device, as torchrun does on Trainium.",
+        )
     return 0
 
 
@@ -266,7 +269,9 @@ class Stream:
 class Event:
     """An event handle; with synchronous execution every recorded event is complete."""
 
-    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
+    def __init__(
+        self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+    ) -> None:
         self.enable_timing = enable_timing
         self._time: float | None = None
 

@@ -36,8 +36,15 @@ _CPU = torch.device("cpu")
 
 # Ops that legitimately mix CPU and neuron tensors.
 _COPY_OPS = frozenset(
-    {"aten::copy_", "aten::_to_copy", "aten::copy", "aten::_copy_from", "aten::_copy_from_and_resize",
-     "aten::lift_fresh_copy", "aten::set_"}
+    {
+        "aten::copy_",
+        "aten::_to_copy",
+        "aten::copy",
+        "aten::_copy_from",
+        "aten::_copy_from_and_resize",
+        "aten::lift_fresh_copy",
+        "aten::set_",
+    }
 )
 # Ops that change the storage or geometry of a written argument.
 _RESHAPING_OPS = frozenset({"aten::set_", "aten::resize_", "aten::_resize_output_", "aten::resize_as_"})
@@ -47,8 +54,21 @@ class OpInfo:
     """What the kernel needs to know about one op, read once from its schema."""
 
     __slots__ = (
-        "name", "write_pos", "write_names", "ret_src", "device_pos", "device_name", "gen_pos",
-        "gen_name", "seeded", "index_pos", "check_devices", "resync", "has_out", "arg_names", "single_fresh",
+        "name",
+        "write_pos",
+        "write_names",
+        "ret_src",
+        "device_pos",
+        "device_name",
+        "gen_pos",
+        "gen_name",
+        "seeded",
+        "index_pos",
+        "check_devices",
+        "resync",
+        "has_out",
+        "arg_names",
+        "single_fresh",
     )
 
     def __init__(self, op: torch._ops.OpOverload) -> None:
@@ -92,7 +112,9 @@ class OpInfo:
             else:
                 ret_src.append(None)
         self.ret_src = ret_src
-        self.single_fresh = len(ret_src) == 1 and ret_src[0] is None and str(schema.returns[0].type) == "Tensor"
+        self.single_fresh = (
+            len(ret_src) == 1 and ret_src[0] is None and str(schema.returns[0].type) == "Tensor"
+        )
         tags = op.tags
         self.seeded = torch.Tag.nondeterministic_seeded in tags and self.gen_name is None
         self.check_devices = self.name not in _COPY_OPS
@@ -193,8 +215,11 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
     # Output device: an explicit device argument decides, else the neuron device.
     to_cpu = False
     if info.device_name is not None:
-        dev = kwargs.get(info.device_name) if isinstance(info.device_pos, str) else (
-            args[info.device_pos] if info.device_pos < len(args) else None)
+        dev = (
+            kwargs.get(info.device_name)
+            if isinstance(info.device_pos, str)
+            else (args[info.device_pos] if info.device_pos < len(args) else None)
+        )
         if dev is not None:
             dev = torch.device(dev)
             to_cpu = dev.type == "cpu"
@@ -238,13 +263,13 @@ def _arg(info: OpInfo, pos: int, name: str, args: tuple | list, kwargs: dict) ->
 
 def _resync(info: OpInfo, args: tuple, kwargs: dict, cargs: list, ckwargs: dict) -> None:
     """After an op that may re-point a written argument, make the neuron tensor follow its CPU view."""
-    for pos, name in zip(info.write_pos, info.write_names):
+    for pos, name in zip(info.write_pos, info.write_names, strict=True):
         n = _arg(info, pos, name, args, kwargs)
         c = _arg(info, pos, name, cargs, ckwargs)
         if isinstance(n, _Tensor) and n is not c:
             _follow(n, c)
         elif isinstance(n, (list, tuple)):
-            for nn, cc in zip(n, c):
+            for nn, cc in zip(n, c, strict=True):
                 if isinstance(nn, _Tensor) and nn is not cc:
                     _follow(nn, cc)
 
@@ -267,7 +292,7 @@ def _run_out(op: Any, info: OpInfo, args: tuple, kwargs: dict, cargs: list, ckwa
     except RuntimeError as e:
         if "not resizable" not in str(e):
             raise
-    for pos, name in zip(info.write_pos, info.write_names):
+    for pos, name in zip(info.write_pos, info.write_names, strict=True):
         if pos >= 0:
             continue  # only kwarg-only (out=) arguments are replaced
         c = ckwargs.get(name)
@@ -305,7 +330,9 @@ def _wrap(info: OpInfo, out: Any, args: tuple, kwargs: dict, to_cpu: bool) -> An
             elif isinstance(x, _Tensor) and x.is_cpu and not to_cpu:
                 res.append(_to_neuron(x))
             elif isinstance(x, list):
-                res.append([_to_neuron(y) if isinstance(y, _Tensor) and y.is_cpu and not to_cpu else y for y in x])
+                res.append(
+                    [_to_neuron(y) if isinstance(y, _Tensor) and y.is_cpu and not to_cpu else y for y in x]
+                )
             else:
                 res.append(x)
         return tuple(res) if isinstance(out, tuple) else res

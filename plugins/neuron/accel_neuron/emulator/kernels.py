@@ -61,14 +61,22 @@ def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.T
         fresh[: old.nbytes()].copy_(old)
         c = torch.empty(0, dtype=self.dtype).set_(fresh, self.storage_offset(), self.shape, self.stride())
         c.resize_(size, memory_format=memory_format)
-    storage.set_geometry(self, storage.neuron_storage_for(c.untyped_storage()), c.storage_offset(), c.shape, c.stride())
+    storage.set_geometry(
+        self, storage.neuron_storage_for(c.untyped_storage()), c.storage_offset(), c.shape, c.stride()
+    )
     return self
 
 
 # View ops whose CPU kernel only builds a TensorImpl over the input's storage, whatever its device.
 # On neuron tensors they run that kernel directly: no CPU view, no re-wrapping.
 DEVICE_AGNOSTIC_VIEWS = (
-    "as_strided", "as_strided_", "view", "view.dtype", "_reshape_alias", "unfold", "view_as_real",
+    "as_strided",
+    "as_strided_",
+    "view",
+    "view.dtype",
+    "_reshape_alias",
+    "unfold",
+    "view_as_real",
     "view_as_complex",
 )
 

@@ -67,7 +67,9 @@ def _route(name: str, target: Any, original: Any) -> Any:
     @functools.wraps(original)
     def routed(device_index: Any = None, /, *args: Any, **kwargs: Any) -> Any:
         if _is_neuron(device_index):
-            return target(device_index, *args, **kwargs) if device_index is not None else target(*args, **kwargs)
+            return (
+                target(device_index, *args, **kwargs) if device_index is not None else target(*args, **kwargs)
+            )
         return original(device_index, *args, **kwargs)
 
     return routed

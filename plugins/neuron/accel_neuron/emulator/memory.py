@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-import torch
-
 _state = {
     "allocated": 0,
     "peak": 0,

@@ -42,7 +42,9 @@ def _composite_ops_without_kernel() -> list[str]:
     """Names of ops whose CompositeExplicitAutograd kernel would beat the PrivateUse1 fallback."""
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     names = set(torch._C._dispatch_get_registrations_for_dispatch_key("CompositeExplicitAutograd"))
-    names |= set(torch._C._dispatch_get_registrations_for_dispatch_key("CompositeExplicitAutogradNonFunctional"))
+    names |= set(
+        torch._C._dispatch_get_registrations_for_dispatch_key("CompositeExplicitAutogradNonFunctional")
+    )
     out = []
     for name in sorted(names):
         if not name.startswith("aten::") or name.split(".")[0] in _KEEP_DECOMPOSITION:
