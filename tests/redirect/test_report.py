@@ -1,0 +1,43 @@
+"""The report names the user's line, even for calls torch makes on the user's behalf."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import torch
+
+from accel_abstraction.redirect import redirect_cuda
+
+
+def _here() -> int:
+    return sys._getframe(1).f_lineno
+
+
+def test_sites_are_the_users_lines_with_counts() -> None:
+    with redirect_cuda() as r:
+        line_linear = _here() + 1
+        layer = torch.nn.Linear(4, 4, device="cuda")  # torch creates the weights inside nn.Linear
+        line_loop = _here() + 2
+        for _ in range(3):
+            torch.cuda.synchronize()
+    assert layer.weight.device.type == "cpu"
+    here = __file__
+    got = {(s.line, s.api): s.count for s in r.sites() if s.file == here}
+    assert got[(line_loop, "torch.cuda.synchronize")] == 3
+    assert got[(line_linear, "torch.empty(device=cuda)")] == 2  # weight and bias, at the user's line
+    assert all(s.file == here for s in r.sites()), "nothing is attributed to torch's own files"
+
+
+def test_table_and_json_name_file_and_line() -> None:
+    with redirect_cuda() as r:
+        line = _here() + 1
+        torch.ones(1).cuda()
+    out = io.StringIO()
+    r.print_report(out)
+    assert f"test_report.py:{line}" in out.getvalue() and "Tensor.cuda()" in out.getvalue()
+    data = json.loads(json.dumps(r.report()))
+    [site] = data["sites"]
+    assert (site["line"], site["api"], site["count"], site["status"]) == (line, "Tensor.cuda()", 1, "redirected")
+    assert data["backend"] == "cpu" and data["calls"] == {"redirected": 1}
