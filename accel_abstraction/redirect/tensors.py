@@ -2,7 +2,7 @@
 
 These are plain reversible attribute patches, not a ``TorchFunctionMode``. Measured on
 this machine (``benchmarks/bench_redirect.py``): an active mode puts a Python call on
-*every* torch operation (``a + b`` on small tensors ~3x slower), is per-thread (a tensor
+*every* torch operation (``a + b`` on small tensors ~2x slower), is per-thread (a tensor
 made in another thread would escape it), while a patched factory costs one Python frame
 and a dictionary check on the factories only, for all threads, and torch.compile traces
 through it (``fullgraph=True`` holds with the ``eager`` and ``aot_eager`` backends).
