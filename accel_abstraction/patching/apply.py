@@ -143,6 +143,8 @@ def patched_texts(series: Series, torch_root: Path) -> dict[str, tuple[str, str]
 def read_manifest(target: Path) -> dict[str, Any]:
     """The manifest of an overlay or in-place state directory; :class:`PatchError` if there is none."""
     path = target / MANIFEST
+    if not target.exists():
+        raise PatchError(f"nothing at {target}: run 'accel patches apply' first, or pass its --target")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -245,4 +247,6 @@ def revert(target: Path) -> dict[str, Any]:
         for path in manifest["files"]:
             _write(root / path, _read(target / "backup" / path))
     shutil.rmtree(target)
+    if target.parent.name == ".accel-overlay" and not any(target.parent.iterdir()):
+        target.parent.rmdir()  # the default parent, now empty
     return manifest

@@ -244,3 +244,11 @@ def test_activate_serves_exactly_the_patched_modules_and_must_come_first(
     assert report["untouched"] == str(torch_root / "torch/amp/autocast_mode.py")
     assert report["torch"] == str(torch_root / "torch/__init__.py")
     assert "before 'import torch'" in report["late"]
+
+
+def test_readme_table_has_a_row_per_patch(series) -> None:
+    readme = (series.directory.parents[1] / "README.md").read_text()
+    for patch in series.patches:
+        number = patch.name.split("-", 1)[0]
+        assert f"| {number} " in readme, f"patches/README.md has no row for {patch.name}"
+        assert all(f"`{f}`" in readme for f in patch.files)
