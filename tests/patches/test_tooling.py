@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -63,7 +64,13 @@ def test_git_apply_accepts_the_series_and_agrees_with_the_python_applier(
     for patch in series.patches:
         for args in (["--check"], []):
             done = subprocess.run(
-                [git, "apply", *args, str(patch.path)], cwd=tree, capture_output=True, text=True, timeout=60
+                [git, "apply", *args, str(patch.path)],
+                cwd=tree,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                # never let git find an enclosing repository: apply relative to the tree, like patch -p1
+                env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tree.parent)},
             )
             assert done.returncode == 0, (patch.name, done.stderr)
     for rel, (_, patched) in patched_texts(series, torch_root).items():
