@@ -109,6 +109,35 @@ def _class_redirect(s: Server, name: str, feature: str) -> Redirect:
     return Redirect(torch.cuda, name, cls, "execution", api, f"accel.backend().{name}", record=False)
 
 
+def _device_context(s: Server) -> Redirect:
+    """``with torch.cuda.device(i):``: make backend device ``i`` current inside the block."""
+    api = "torch.cuda.device"
+    b = s.backend
+    rec = s.recorder
+    rec.describe(api, "device", "accel.set_device(i)")
+
+    class device:  # noqa: N801 - mirrors torch.cuda.device
+        __doc__ = f"{api}, redirected to backend {b.name!r}: selects a device of that backend inside the block."
+        __module__ = "torch.cuda"
+
+        def __init__(self, device: Any) -> None:
+            rec.hit(api)
+            # torch.cuda.device(-1) / (None) is a documented no-op
+            self.idx = None if device is None or (isinstance(device, int) and device < 0) else s.translator.index(device)
+            self.prev: int | None = None
+
+        def __enter__(self) -> None:
+            if self.idx is not None:
+                self.prev = b.current_device()
+                b.set_device(self.idx)
+
+        def __exit__(self, *exc: object) -> None:
+            if self.prev is not None:
+                b.set_device(self.prev)
+
+    return Redirect(torch.cuda, "device", device, "device", api, "accel.set_device(i)", record=False)
+
+
 def cuda_module_redirects(s: Server) -> list[Redirect]:
     """Every redirect of ``torch.cuda.*`` for the backend ``s`` serves."""
     out = []
@@ -122,6 +151,7 @@ def cuda_module_redirects(s: Server) -> list[Redirect]:
                             category, api, hint, record=False))  # fmt: skip
     out.append(_class_redirect(s, "Stream", "streams"))
     out.append(_class_redirect(s, "Event", "events"))
+    out.append(_device_context(s))
     if s.backend.device_type != CUDA:
         for name in getattr(torch.cuda, "__all__", ()):
             fn = getattr(torch.cuda, name, None)

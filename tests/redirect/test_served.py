@@ -60,3 +60,12 @@ def test_cudnn_flags_drive_the_backend_knobs() -> None:
         torch.backends.cudnn.deterministic = False
         torch.use_deterministic_algorithms(False)
     assert [s.api for s in r.sites()] == ["torch.backends.cudnn.deterministic"]
+
+
+def test_cuda_device_context_selects_a_backend_device() -> None:
+    with redirect_cuda() as r:
+        with torch.cuda.device(0):
+            assert torch.cuda.current_device() == 0
+        with torch.cuda.device(-1):  # torch's documented no-op stays a no-op
+            pass
+    assert sum(s.count for s in r.sites() if s.api == "torch.cuda.device") == 2
