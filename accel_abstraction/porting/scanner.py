@@ -193,7 +193,7 @@ class _Scan:
         self.findings: list[Finding] = []
         self.plugin_names = [(r, n) for r in plugin_rules for n in r.names]
         self.plugin_matchers = [r for r in plugin_rules if r.matcher is not None]
-        self.parents: dict[int, ast.AST] = {}
+        self.parents: dict[int, ast.AST] = {}  # filled on demand by _parent, for .is_cuda only
         self.tree = tree
 
     # ---- context for plugin matchers
@@ -522,8 +522,21 @@ class _Scan:
             return True
         return self.reference(node, q)
 
+    def _parent(self, node: ast.AST) -> ast.AST | None:
+        """The parent of ``node``, found by walking only the top-level statement holding it."""
+        if id(node) not in self.parents:
+            line = node.lineno  # type: ignore[attr-defined]
+            for stmt in self.tree.body:
+                if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+                    for parent in ast.walk(stmt):
+                        for child in ast.iter_child_nodes(parent):
+                            if isinstance(child, ast.Attribute) and child.attr == "is_cuda":
+                                self.parents[id(child)] = parent
+                    break
+        return self.parents.get(id(node))
+
     def _needs_paren(self, node: ast.AST) -> bool:
-        parent = self.parents.get(id(node))
+        parent = self._parent(node)
         if parent is None:
             return True
         return not isinstance(parent, (ast.BoolOp, ast.If, ast.While, ast.Assign, ast.Return, ast.IfExp, ast.keyword, ast.Call, ast.Assert))
@@ -666,18 +679,6 @@ class _Scan:
         return True
 
 
-def _parents_for_is_cuda(tree: ast.AST, source: str) -> dict[int, ast.AST]:
-    """Parent links, computed only for files that use ``.is_cuda`` (needed to parenthesise)."""
-    if "is_cuda" not in source:
-        return {}
-    parents: dict[int, ast.AST] = {}
-    for parent in ast.walk(tree):
-        for child in ast.iter_child_nodes(parent):
-            if isinstance(child, ast.Attribute) and child.attr == "is_cuda":
-                parents[id(child)] = parent
-    return parents
-
-
 # --------------------------------------------------------------------------- entry points
 
 
@@ -708,7 +709,6 @@ def scan_source(
         where = f"{path}:{line}" if line else path
         return FileResult(path, error=f"{where}: cannot parse: {getattr(exc, 'msg', exc)}")
     scan = _Scan(source, path, tree, plugin_rules)
-    scan.parents = _parents_for_is_cuda(tree, source)
     findings = scan.run()
     quiet = suppressions(source)
     kept: list[Finding] = []
