@@ -106,3 +106,14 @@ def test_scalars_and_lists_come_back_as_python_values():
     assert x.tolist() == [1.0, 2.0, 3.0]
     assert [t.device.type for t in x.split(1)] == ["neuron"] * 3
     assert bool((x > 0).all())
+
+
+def test_lazy_conjugate_and_negative_views_keep_their_meaning():
+    x = torch.randn(4, dtype=torch.complex64)
+    xn = x.to("neuron")
+    assert xn.conj().is_conj()
+    assert torch.equal(xn.conj().cpu(), x.conj())
+    assert torch.equal((xn.conj() * 2).cpu(), x.conj() * 2)
+    assert torch.equal(xn.conj().resolve_conj().cpu(), x.conj().resolve_conj())
+    y = torch.randn(3)
+    assert torch.equal(y.to("neuron")._neg_view().cpu(), y._neg_view())

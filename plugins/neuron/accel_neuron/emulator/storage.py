@@ -27,6 +27,8 @@ _set_storage = torch.ops.aten.set_.source_Storage_storage_offset
 _redispatch_set = _set_storage._handle.redispatch_boxed
 _cpu_empty = torch.empty
 _EMPTY_SHAPE = (0,)
+_set_conj = torch._C._set_conj
+_set_neg = torch._C._set_neg
 _CPU_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 _CPU = torch.device("cpu")
 
@@ -95,6 +97,10 @@ def to_neuron(c: torch.Tensor) -> torch.Tensor:
         st = _new_storage_over(cst, ptr, cst.nbytes())
     t = _create_empty(_EMPTY_SHAPE, c.dtype)
     _redispatch_set(_CPU_KEYSET, t, st, c.storage_offset(), c.shape, c.stride())
+    if c.is_conj():
+        _set_conj(t, True)
+    if c.is_neg():
+        _set_neg(t, True)
     return t
 
 
@@ -108,6 +114,8 @@ def cpu_view(t: torch.Tensor) -> torch.Tensor:
     try:
         cache = st._emu_views
     except AttributeError:
+        return fresh_cpu_view(t)
+    if t.is_conj() or t.is_neg():
         return fresh_cpu_view(t)
     dtype = t.dtype
     size = t.shape
@@ -129,7 +137,12 @@ def fresh_cpu_view(t: torch.Tensor) -> torch.Tensor:
         alias = st._emu_cpu
     except AttributeError:
         alias = _adopt(st)
-    return _cpu_empty(0, dtype=t.dtype).set_(alias, t.storage_offset(), t.shape, t.stride())
+    c = _cpu_empty(0, dtype=t.dtype).set_(alias, t.storage_offset(), t.shape, t.stride())
+    if t.is_conj():
+        _set_conj(c, True)  # lazy conjugation / negation bits travel with the view
+    if t.is_neg():
+        _set_neg(c, True)
+    return c
 
 
 def _adopt(st: torch.UntypedStorage) -> torch.UntypedStorage:
