@@ -18,7 +18,13 @@ from .errors import AccelError
 __all__ = ["build_parser", "main"]
 
 #: Modules contributing subcommands, in help order.
-SUBCOMMAND_MODULES = ("accel_abstraction.info", "accel_abstraction.parity.cli", "accel_abstraction.redirect.cli")
+SUBCOMMAND_MODULES = (
+    "accel_abstraction.info",
+    "accel_abstraction.porting.cli",
+    "accel_abstraction.redirect.cli",
+    "accel_abstraction.parity.cli",
+    "accel_abstraction.patching.cli",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
