@@ -170,6 +170,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--sample", type=int, default=60, help="characters to generate after training (0: none)")
     p.add_argument("--quiet", action="store_true", help="print only the summary")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="torch intra-op threads (0: torch's default); 1 steadies timings on a busy machine",
+    )
     return p.parse_args(argv)
 
 
@@ -184,6 +190,8 @@ def align_device_rng() -> bool:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     dev = accel.device()
     accel.manual_seed_all(args.seed)
 
