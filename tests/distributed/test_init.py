@@ -181,3 +181,24 @@ def test_master_port_in_use_names_the_port(monkeypatch: pytest.MonkeyPatch) -> N
     assert f"Port {port} is already in use" in msg and "MASTER_PORT" in msg, msg
     assert time.monotonic() - start < 5 + 15
     assert not dist.is_initialized()
+
+
+def test_a_group_made_by_other_code_is_described_not_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    port = free_port()
+    _launch_env(monkeypatch, 0, 1, port)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    group = dist.group.WORLD
+    with accel.using("cpu"):
+        info = accel.init_distributed()
+    assert dist.group.WORLD is group
+    assert (info.rank, info.world_size, info.backend, info.launcher) == (0, 1, "gloo", "env")
+
+
+def test_init_again_after_destroy(monkeypatch: pytest.MonkeyPatch) -> None:
+    with accel.using("cpu"):
+        for _ in range(2):
+            _launch_env(monkeypatch, 0, 1, free_port())
+            info = accel.init_distributed()
+            assert dist.is_initialized() and info.backend == "gloo"
+            accel.destroy_distributed()
+            assert not dist.is_initialized()
