@@ -204,8 +204,13 @@ def _needs_subprocess(name: str) -> bool:
 
 def _run_in_process(name: str, fn: Callable[[], Any]) -> Any:
     import accel_abstraction as accel
+    from accel_abstraction.errors import BackendUnavailableError
+    from accel_abstraction.runtime import selection
 
     with accel.using(name):
+        sel = selection()
+        if sel.fell_back_from is not None:  # a configured fallback must not stand in for the backend
+            raise BackendUnavailableError(name, sel.fallback_reason)
         return _to_cpu(fn())
 
 

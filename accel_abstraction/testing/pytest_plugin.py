@@ -138,6 +138,12 @@ def accel_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
         pytest.fail(problem, pytrace=False)
     if skip_reason is not None:
         pytest.skip(skip_reason)
+    from accel_abstraction.runtime import selection
+
+    fell_back = selection()
+    if fell_back.fell_back_from is not None:  # ACCEL_FALLBACK must not run a 'cuda' test on the cpu
+        ctx.__exit__(None, None, None)
+        pytest.skip(f"backend {name!r} is not available: {fell_back.fallback_reason}")
     try:
         _skip_missing_features(request.node, backend)
         yield backend

@@ -176,3 +176,13 @@ def test_a_test_can_pin_its_backends(suite: pytest.Pytester) -> None:
     result = suite.runpytest("-v", "--accel-backend=cpu,fakeacc")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*test_pinned[[]fakecpu[]] PASSED*"])
+
+
+def test_a_configured_fallback_does_not_stand_in_for_the_backend(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite.makepyfile(FIXTURE_TESTS)
+    monkeypatch.setenv("ACCEL_FALLBACK", "cpu")
+    result = suite.runpytest("-rs", "-W", "ignore::RuntimeWarning", "--accel-backend=fakeacc")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED*backend 'fakeacc' is not available: the fake accelerator is unplugged"])
