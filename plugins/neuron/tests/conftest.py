@@ -7,6 +7,7 @@ only installed when a test asks for it.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -40,3 +41,53 @@ def run_python():
         )
 
     return run
+
+
+# One fresh interpreter for everything that needs a process of its own (importing torch dominates
+# the cost): what importing does before install(), the install log, and the paths that crash a
+# process when the emulator does not handle them (C++ allocation of neuron memory).
+_FRESH_PROCESS = """
+import copy, io, json, logging, torch
+out = {}
+records = []
+class H(logging.Handler):
+    def emit(self, r): records.append(r.getMessage())
+log = logging.getLogger("accel_neuron.emulator"); log.addHandler(H()); log.setLevel(logging.INFO)
+from accel_neuron import emulator
+out["installed_after_import"] = emulator.is_installed()
+out["torch_neuron_after_import"] = hasattr(torch, "neuron")
+out["privateuse1_after_import"] = torch._C._get_privateuse1_backend_name()
+emulator.install(); emulator.install()
+out["installed"] = emulator.is_installed() and torch.neuron._is_emulated is True
+out["log"] = records
+s = torch.UntypedStorage(16, device="neuron")
+out["storage"] = [s.device.type, s.nbytes()]
+x = torch.arange(4.0, device="neuron")
+y = copy.deepcopy(x)
+out["deepcopy"] = [y.device.type, torch.equal(y.cpu(), x.cpu()),
+                   y.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()]
+out["storage_clone"] = x.untyped_storage().clone().device.type
+buf = io.BytesIO(); torch.save({"x": x}, buf)
+out["load"] = {}
+for loc in (None, "neuron", "cpu"):
+    buf.seek(0)
+    z = torch.load(buf, map_location=loc)["x"]
+    out["load"][str(loc)] = [z.device.type, torch.equal(z.cpu(), x.cpu())]
+buf = io.BytesIO(); torch.save(torch.ones(2), buf); buf.seek(0)
+out["load_cpu_file_to_neuron"] = torch.load(buf, map_location="neuron").device.type
+print("RESULT" + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="session")
+def fresh_process() -> dict:
+    """Results of `_FRESH_PROCESS`, run once per session in a new interpreter."""
+    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    proc = subprocess.run(
+        [sys.executable, "-c", _FRESH_PROCESS], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert proc.returncode == 0, (
+        f"fresh emulator process failed (rc={proc.returncode}):\n{proc.stderr[-3000:]}"
+    )
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT"))
+    return json.loads(line[len("RESULT") :])

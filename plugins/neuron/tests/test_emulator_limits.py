@@ -15,32 +15,17 @@ import torch
 pytestmark = pytest.mark.usefixtures("neuron_emulator")
 
 
-def test_storage_deepcopy_save_and_load_do_not_crash(run_python):
-    proc = run_python(
-        """
-        import copy, io, torch
-        from accel_neuron import emulator
-        emulator.install()
-        s = torch.UntypedStorage(16, device="neuron")
-        assert s.device.type == "neuron" and s.nbytes() == 16
-        x = torch.arange(4.0, device="neuron")
-        y = copy.deepcopy(x)
-        assert y.device.type == "neuron" and torch.equal(y.cpu(), x.cpu())
-        assert y.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
-        assert x.untyped_storage().clone().device.type == "neuron"
-        buf = io.BytesIO(); torch.save({"x": x}, buf)
-        for loc in (None, "neuron", "cpu"):
-            buf.seek(0)
-            z = torch.load(buf, map_location=loc)["x"]
-            assert z.device.type == ("cpu" if loc == "cpu" else "neuron"), (loc, z.device)
-            assert torch.equal(z.cpu(), x.cpu())
-        buf = io.BytesIO(); torch.save(torch.ones(2), buf); buf.seek(0)
-        assert torch.load(buf, map_location="neuron").device.type == "neuron"
-        print("ok")
-        """
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip() == "ok"
+def test_storage_deepcopy_save_and_load_do_not_crash(fresh_process):
+    # run in a fresh process (conftest.py): unhandled, these crash the interpreter
+    assert fresh_process["storage"] == ["neuron", 16]
+    assert fresh_process["deepcopy"] == ["neuron", True, True]
+    assert fresh_process["storage_clone"] == "neuron"
+    assert fresh_process["load"] == {
+        "None": ["neuron", True],
+        "neuron": ["neuron", True],
+        "cpu": ["cpu", True],
+    }
+    assert fresh_process["load_cpu_file_to_neuron"] == "neuron"
 
 
 def test_in_process_copies_and_serialization_round_trip():
