@@ -172,6 +172,19 @@ class _Rewriter(cst.CSTTransformer):
         super().__init__()
         self.fixes = fixes
         self.applied: set[Span] = set()
+        self._spans = sorted(fixes)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        """Descend only into nodes that hold a fix (most of a file holds none)."""
+        pos = self.get_metadata(PositionProvider, node, None)
+        if pos is None:
+            return True
+        start = (pos.start.line, pos.start.column)
+        end = (pos.end.line, pos.end.column)
+        for line, col, end_line, end_col in self._spans:
+            if (line, col) >= start and (end_line, end_col) <= end:
+                return True
+        return False
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:  # type: ignore[override]
         if not isinstance(original_node, (cst.BaseExpression, cst.Assign)):

@@ -451,6 +451,10 @@ class _Scan:
             self.report(node, "ACC102", "index given twice")
 
     def backend_value(self, node: ast.AST | None) -> None:
+        if isinstance(node, ast.IfExp):
+            self.backend_value(node.body)
+            self.backend_value(node.orelse)
+            return
         value = _str(node)
         if node is None or value is None or "nccl" not in value:
             return
