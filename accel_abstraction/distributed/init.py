@@ -109,7 +109,8 @@ def _device_of(backend: Backend, local_rank: int) -> torch.device:
 
 
 def _check_registered(name: str, settings: DistSettings) -> None:
-    if dist.is_backend_available(name):
+    # A device map such as "cpu:gloo,cuda:nccl" names one library per device type.
+    if all(dist.is_backend_available(part.rpartition(":")[2].strip()) for part in name.split(",")):
         return
     source = settings.source_of("backend")
     origin = f" (from {source})" if settings.backend else " (the selected backend's dist_backend())"

@@ -136,6 +136,17 @@ def test_keyword_overrides_beat_environment(monkeypatch: pytest.MonkeyPatch) -> 
     dist_init._info = None
 
 
+def test_a_device_map_of_libraries_is_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    _launch_env(monkeypatch, 0, 2, 5555)
+    with accel.using("cpu"):
+        rec = _Recorder()
+        monkeypatch.setattr(dist_init, "_selected_backend", lambda: rec)
+        monkeypatch.setattr(dist_init.dist, "init_process_group", rec.init_process_group)
+        info = accel.init_distributed(backend="cpu:gloo,meta:gloo")
+    assert rec.calls[1][1]["backend"] == info.backend == "cpu:gloo,meta:gloo"
+    dist_init._info = None
+
+
 def test_unknown_collective_library_names_its_source(monkeypatch: pytest.MonkeyPatch) -> None:
     _launch_env(monkeypatch, 0, 2, free_port())
     monkeypatch.setenv("ACCEL_DIST_BACKEND", "nosuchlib")

@@ -84,6 +84,14 @@ def _check_training(out: Path, world: int, device_type: str) -> None:
         assert c["all_gather"] == [[float(r), float(2 * r)] for r in range(world)]
         assert c["all_gather_into_tensor"] == [float(r) for r in range(world)]
         assert c["reduce_scatter_tensor"] == [float(world * rank + sum(range(world)))]
+        assert c["reduce_scatter"] == [float(world * rank + sum(range(world)))]
+        assert c["reduce_on_0"] == ([world * (world + 1) / 2] if rank == 0 else None)
+        assert c["gather_on_0"] == ([[3.0 * r] for r in range(world)] if rank == 0 else None)
+        assert c["scatter"] == [7.0 + rank]
+        assert c["all_to_all_single"] == [float(10 * r + rank) for r in range(world)]
+        assert c.get("recv") == ([42.0] if rank == world - 1 else None)
+        assert c["all_reduce_strided"] == [[world * v for v in row] for row in [[0, 3], [1, 4], [2, 5]]]
+        assert c["all_gather_object"] == [{"rank": r} for r in range(world)]
         assert res["info"]["rank"] == rank and res["info"]["world_size"] == world
         assert res["info"]["is_main_process"] is (rank == 0) and res["info"]["accel_is_main_process"] is (rank == 0)
     states = [torch.load(out / f"rank{r}.pt") for r in range(world)]

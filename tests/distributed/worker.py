@@ -65,6 +65,34 @@ def _collectives(device: torch.device, rank: int, world: int) -> dict[str, objec
     piece = torch.zeros(1, device=device)
     dist.reduce_scatter_tensor(piece, torch.arange(world, dtype=torch.float32, device=device) + rank)
     out["reduce_scatter_tensor"] = piece.cpu().tolist()
+    piece = torch.zeros(1, device=device)
+    dist.reduce_scatter(piece, [torch.tensor([float(i + rank)], device=device) for i in range(world)])
+    out["reduce_scatter"] = piece.cpu().tolist()
+    t = torch.tensor([float(rank + 1)], device=device)
+    dist.reduce(t, dst=0)
+    out["reduce_on_0"] = t.cpu().tolist() if rank == 0 else None
+    parts = [torch.zeros(1, device=device) for _ in range(world)] if rank == 0 else None
+    dist.gather(torch.tensor([float(3 * rank)], device=device), parts, dst=0)
+    out["gather_on_0"] = [p.cpu().tolist() for p in parts] if parts else None
+    piece = torch.zeros(1, device=device)
+    chunks = [torch.tensor([float(7 + i)], device=device) for i in range(world)] if rank == 0 else None
+    dist.scatter(piece, chunks, src=0)
+    out["scatter"] = piece.cpu().tolist()
+    mixed = torch.zeros(world, device=device)
+    dist.all_to_all_single(mixed, torch.tensor([float(10 * rank + i) for i in range(world)], device=device))
+    out["all_to_all_single"] = mixed.cpu().tolist()
+    if rank == 0:
+        dist.send(torch.tensor([42.0], device=device), dst=world - 1)
+    if rank == world - 1:
+        got = torch.zeros(1, device=device)
+        dist.recv(got, src=0)
+        out["recv"] = got.cpu().tolist()
+    strided = torch.arange(6.0, device=device).reshape(2, 3).t()  # not contiguous
+    dist.all_reduce(strided, async_op=True).wait()
+    out["all_reduce_strided"] = strided.cpu().tolist()
+    objs: list[object] = [None] * world
+    dist.all_gather_object(objs, {"rank": rank})
+    out["all_gather_object"] = objs
     return out
 
 
