@@ -68,11 +68,12 @@ def _patched_environ(changes: Mapping[str, str]) -> Iterator[None]:
 def _availability(name: str, changes: Mapping[str, str]) -> tuple[bool, str]:
     """Whether backend ``name`` could run in a process whose environment has ``changes`` applied."""
     from ..plugins import get_host
+    from ..selection import build_backend
     from ..settings import AccelSettings
 
     with _patched_environ(changes):
         entry = get_host().registry.get(name, "--backends")
-        backend = entry.spec.factory(AccelSettings.load(backend=name))
+        backend = build_backend(entry, AccelSettings.load(backend=name))
         avail = backend.availability()
     return avail.available, avail.reason
 
@@ -103,13 +104,15 @@ def available_backends() -> list[str]:
     """Registered backends available in this environment, lowest priority (the host CPU) first."""
     import warnings
 
+    from ..errors import PluginError
     from ..plugins import get_host
+    from ..selection import build_backend
 
     names = []
     for entry in get_host().registry.by_priority():
         try:
-            backend = entry.spec.factory(None)
-        except Exception as exc:  # a broken factory leaves the default list, it does not stop it
+            backend = build_backend(entry, None)
+        except PluginError as exc:  # a broken factory leaves the default list, it does not stop it
             warnings.warn(
                 f"skipping backend {entry.spec.name!r}: its factory raised {exc!r}",
                 RuntimeWarning,

@@ -191,10 +191,10 @@ def _needs_subprocess(name: str) -> bool:
     if why_not or set(changes) != {"ACCEL_BACKEND"}:
         return True  # it runs only with another environment (an emulation) or not at all here
     from accel_abstraction.plugins import get_host
+    from accel_abstraction.selection import build_backend
 
-    device_type = (
-        get_host().registry.get(name).spec.factory(accel.AccelSettings.load(backend=name)).device_type
-    )
+    entry = get_host().registry.get(name)
+    device_type = build_backend(entry, accel.AccelSettings.load(backend=name)).device_type
     try:
         torch.device(device_type)  # a device type torch knows here: built in, or installed in this process
     except RuntimeError:
