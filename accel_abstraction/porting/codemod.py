@@ -175,7 +175,16 @@ class _Rewriter(cst.CSTTransformer):
         self._spans = sorted(fixes)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        """Descend only into nodes that hold a fix (most of a file holds none)."""
+        """Descend only into statements that hold a fix (most of a file holds none).
+
+        Only statements are pruned: an expression's position can leave out parts of it
+        (a ``Param``'s span stops before its default), and a definition's may leave out
+        its decorators.
+        """
+        if not isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) or isinstance(
+            node, (cst.FunctionDef, cst.ClassDef)
+        ):
+            return True
         pos = self.get_metadata(PositionProvider, node, None)
         if pos is None:
             return True

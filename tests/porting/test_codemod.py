@@ -74,3 +74,10 @@ def test_positional_autocast_arguments_are_left_for_a_person() -> None:
     assert [(f.code, f.suggestion) for f in result.manual] == [
         ("ACC131", "manual: positional arguments differ from accel.autocast(dtype, enabled)")
     ]
+
+
+def test_sites_in_defaults_and_decorators_are_rewritten() -> None:
+    source = H + 'def f(x, device="cuda"):\n    return x\n\n\n@torch.cuda.amp.autocast(enabled=True)\ndef g():\n    pass\n'
+    assert port_source(source).output == H + A + (
+        "def f(x, device=accel.device()):\n    return x\n\n\n@accel.autocast(enabled=True)\ndef g():\n    pass\n"
+    )
