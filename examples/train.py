@@ -7,6 +7,7 @@ One configuration line picks the hardware::
     ACCEL_BACKEND=cpu python examples/train.py
     ACCEL_BACKEND=neuron ACCEL_NEURON_EMULATE=1 python examples/train.py --amp
     accel parity examples/train.py --backends cpu,neuron             # both, compared step by step
+    accel parity examples/train.py --backends cpu,neuron --rtol 1e-2 -- --amp   # bf16: within tolerance
 
 The model: token and position embeddings, two pre-LayerNorm transformer blocks (causal
 self-attention and an MLP, each followed by dropout), a linear head; AdamW. The text is
