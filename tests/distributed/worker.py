@@ -60,10 +60,10 @@ def _collectives(device: torch.device, rank: int, world: int) -> dict[str, objec
     dist.all_gather(parts, torch.tensor([float(rank), float(2 * rank)], device=device))
     out["all_gather"] = [p.cpu().tolist() for p in parts]
     flat = torch.zeros(world, device=device)
-    dist.all_gather_into_tensor(flat, torch.tensor([float(rank)], device=device))
+    dist.all_gather_single(flat, torch.tensor([float(rank)], device=device))
     out["all_gather_into_tensor"] = flat.cpu().tolist()
     piece = torch.zeros(1, device=device)
-    dist.reduce_scatter_tensor(piece, torch.arange(world, dtype=torch.float32, device=device) + rank)
+    dist.reduce_scatter_single(piece, torch.arange(world, dtype=torch.float32, device=device) + rank)
     out["reduce_scatter_tensor"] = piece.cpu().tolist()
     piece = torch.zeros(1, device=device)
     dist.reduce_scatter(piece, [torch.tensor([float(i + rank)], device=device) for i in range(world)])

@@ -59,8 +59,11 @@ def _done(result: Any) -> dist.Work:
 class EmulatedProcessGroup(dist.ProcessGroup):
     """A process group for emulated-device tensors that delegates to gloo on CPU copies."""
 
-    def __init__(self, store: dist.Store, rank: int, size: int, timeout: timedelta) -> None:
+    def __init__(
+        self, store: dist.Store, rank: int, size: int, timeout: timedelta, name: str = BACKEND_NAME
+    ) -> None:
         super().__init__(rank, size)
+        self._name = name
         options = ProcessGroupGloo._Options()
         options._timeout = timeout
         iface = os.environ.get("GLOO_SOCKET_IFNAME")
@@ -74,7 +77,7 @@ class EmulatedProcessGroup(dist.ProcessGroup):
         self._timeout = timeout
 
     def getBackendName(self) -> str:  # noqa: N802 - name fixed by the C++ trampoline
-        return BACKEND_NAME
+        return self._name
 
     # -- one in-place tensor list -------------------------------------------------
 
@@ -222,10 +225,6 @@ class EmulatedProcessGroup(dist.ProcessGroup):
         return _done(list(tensors))
 
 
-def _create(store: dist.Store, rank: int, size: int, timeout: timedelta) -> EmulatedProcessGroup:
-    return EmulatedProcessGroup(store, rank, size, timeout)
-
-
 def register_emulated_process_group(name: str = BACKEND_NAME, devices: Sequence[str] = ("neuron",)) -> bool:
     """Register the emulated collective library with ``torch.distributed`` (idempotent).
 
@@ -236,5 +235,9 @@ def register_emulated_process_group(name: str = BACKEND_NAME, devices: Sequence[
     with _lock:
         if name.lower() in dist.Backend.backend_list:
             return False
-        dist.Backend.register_backend(name, _create, devices=list(devices))
+
+        def create(store: dist.Store, rank: int, size: int, timeout: timedelta) -> EmulatedProcessGroup:
+            return EmulatedProcessGroup(store, rank, size, timeout, name.lower())
+
+        dist.Backend.register_backend(name, create, devices=list(devices))
         return True
