@@ -137,6 +137,16 @@ def stream(s: Any) -> contextlib.AbstractContextManager[Any]:
     return _b().stream(s)
 
 
+def Stream(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 - mirrors torch.cuda.Stream
+    """A new stream of the selected backend (``CapabilityError`` where it has none)."""
+    return _b().Stream(*args, **kwargs)
+
+
+def Event(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 - mirrors torch.cuda.Event
+    """A new event of the selected backend (``CapabilityError`` where it has none)."""
+    return _b().Event(*args, **kwargs)
+
+
 # --------------------------------------------------------------------------- memory
 
 
