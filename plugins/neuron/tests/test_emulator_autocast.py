@@ -73,3 +73,21 @@ def test_grad_scaler_skips_step_with_inf_grads_and_steps_otherwise():
     assert not torch.equal(model.weight.detach(), before)
     assert torch.isfinite(model.weight).all()
     assert scaler.get_scale() == 512.0
+
+
+def test_bfloat16_default_holds_in_other_threads_and_explicit_choice_wins():
+    import threading
+
+    seen = {}
+
+    def worker() -> None:
+        with torch.autocast("neuron"):
+            seen["default"] = (torch.ones(2, 2, device="neuron") @ torch.ones(2, 2, device="neuron")).dtype
+        torch.set_autocast_dtype("neuron", torch.float16)
+        seen["explicit"] = torch.get_autocast_dtype("neuron")
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert seen == {"default": torch.bfloat16, "explicit": torch.float16}
+    assert torch.get_autocast_dtype("neuron") == torch.bfloat16  # this thread is unaffected

@@ -16,6 +16,7 @@ under autocast is cast twice (same numbers, more work).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import torch
@@ -182,7 +183,7 @@ def _kernel(op: Any, policy: str):
     def kernel(*args: Any, **kwargs: Any) -> Any:
         with torch._C._ExcludeDispatchKeyGuard(_EXCLUDE):
             if policy == "lower":
-                dtype = torch.get_autocast_dtype("neuron")
+                dtype = _original_get(_DEVICE)  # set by torch.autocast.__enter__ in this thread
                 args = tuple(_cast(a, dtype, False) for a in args)
                 kwargs = {k: _cast(v, dtype, False) for k, v in kwargs.items()}
             elif policy == "fp32":
@@ -218,6 +219,34 @@ def policy_of(op_name: str) -> str | None:
     return None
 
 
+_thread = threading.local()
+
+
+def _ensure_thread_default() -> None:
+    if not getattr(_thread, "ready", False):
+        _thread.ready = True
+        _original_set(_DEVICE, torch.bfloat16)
+
+
+_DEVICE = "neuron"
+_original_get = torch.get_autocast_dtype
+_original_set = torch.set_autocast_dtype
+
+
+def get_autocast_dtype(device_type: str) -> torch.dtype:
+    """``torch.get_autocast_dtype``, with bfloat16 as the neuron default in every thread."""
+    if device_type == _DEVICE:
+        _ensure_thread_default()
+    return _original_get(device_type)
+
+
+def set_autocast_dtype(device_type: str, dtype: torch.dtype) -> None:
+    """``torch.set_autocast_dtype``; an explicit neuron dtype replaces the bfloat16 default."""
+    if device_type == _DEVICE:
+        _thread.ready = True
+    _original_set(device_type, dtype)
+
+
 def register() -> list[torch.library.Library]:
     """Install the fallthrough, the per-op policy kernels, and bfloat16 as the neuron autocast dtype."""
     fall = torch.library.Library("_", "IMPL")
@@ -233,5 +262,7 @@ def register() -> list[torch.library.Library]:
                     continue
                 done.add(qual)
                 lib.impl(qual, _kernel(op, policy), "AutocastPrivateUse1")
-    torch.set_autocast_dtype("neuron", torch.bfloat16)
+    torch.get_autocast_dtype = get_autocast_dtype
+    torch.set_autocast_dtype = set_autocast_dtype
+    _ensure_thread_default()
     return [fall, lib]
