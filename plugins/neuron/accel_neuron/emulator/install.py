@@ -46,8 +46,8 @@ def install() -> None:
             if not getattr(mod, "_is_emulated", False):
                 raise EmulatorError(
                     "cannot emulate the neuron device: a real 'neuron' backend (torch_neuronx) already owns "
-                    "PrivateUse1 in this process; use it, or unset its autoloading "
-                    "(TORCH_DEVICE_BACKEND_AUTOLOAD=0) to run the emulator."
+                    "PrivateUse1 in this process; use it, or start the process with "
+                    "TORCH_DEVICE_BACKEND_AUTOLOAD=0 so it is not autoloaded, to run the emulator."
                 )
         from . import registration
 
