@@ -423,7 +423,7 @@ class Backend:
     def pin_memory(self, tensor: torch.Tensor) -> torch.Tensor:
         """A page-locked copy of the CPU ``tensor`` for fast, asynchronous copies to the device."""
         self.require("pinned_memory")
-        return tensor.pin_memory()
+        return tensor.pin_memory()  # accel: ignore[ACC191]  (guarded by the capability above)
 
     def pin_memory_device(self) -> str:
         """The device type the DataLoader should pin memory for."""

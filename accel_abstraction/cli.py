@@ -17,31 +17,48 @@ from .errors import AccelError
 
 __all__ = ["build_parser", "main"]
 
-#: Modules contributing subcommands, in help order.
-SUBCOMMAND_MODULES = (
-    "accel_abstraction.info",
-    "accel_abstraction.porting.cli",
-    "accel_abstraction.redirect.cli",
-    "accel_abstraction.parity.cli",
-    "accel_abstraction.patching.cli",
-)
+#: Subcommand -> (module that contributes it, one-line help). Only the module of the command
+#: being run is imported, so `accel scan` never pays for torch and `accel info` not for libcst.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "info": ("accel_abstraction.info", "show plugins, backends, the selected backend and why"),
+    "scan": ("accel_abstraction.porting.cli", "find CUDA coupling in Python code (reads it; never runs it)"),
+    "port": ("accel_abstraction.porting.cli", "rewrite CUDA coupling to the accel_abstraction API"),
+    "run": ("accel_abstraction.redirect.cli", "run CUDA code unchanged on the selected backend"),
+    "parity": ("accel_abstraction.parity.cli", "run a training script on several backends and compare"),
+    "patches": ("accel_abstraction.patching.cli", "list, check, apply or revert the PyTorch patch series"),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``accel`` parser; the full sub-parser only for ``command`` (all of them when None)."""
     parser = argparse.ArgumentParser(
         prog="accel", description="Hardware-agnostic accelerator layer for PyTorch."
     )
     parser.add_argument("--traceback", action="store_true", help="show the full traceback of an error")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for name in SUBCOMMAND_MODULES:
-        importlib.import_module(name).add_parser(subparsers)
+    loaded: set[str] = set()
+    for name, (module, help_text) in SUBCOMMANDS.items():
+        if command is None or name == command:
+            if module not in loaded:
+                importlib.import_module(module).add_parser(subparsers)
+                loaded.add(module)
+        elif name not in subparsers.choices:
+            subparsers.add_parser(name, help=help_text)
     return parser
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in SUBCOMMANDS else None
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_of(argv) or "")
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
