@@ -23,6 +23,7 @@ from typing import IO, Any
 
 from ..backend import Backend
 from ..errors import AccelError
+from .caches import refresh_torch_caches, warm_torch_caches
 from .patches import Patcher
 from .serve import Server
 from .sites import Site, SiteRecorder
@@ -81,7 +82,9 @@ class redirect_cuda:  # noqa: N801 - used like a function: accel.redirect_cuda()
             if inst is None:
                 server = Server(backend, self._allow_missing)
                 inst = _Installation(server, build_redirects(server))
+                warm_torch_caches()
                 inst.patcher.install(inst.redirects)
+                refresh_torch_caches()
                 _active = inst
             else:
                 s = inst.server
@@ -107,6 +110,7 @@ class redirect_cuda:  # noqa: N801 - used like a function: accel.redirect_cuda()
             inst.refs -= 1
             if inst.refs == 0:
                 inst.patcher.undo()
+                refresh_torch_caches()
                 _active = None
 
     @property

@@ -103,7 +103,7 @@ class Server:
                 code = frame.f_code
                 flag = internal.get(id(code))
                 if flag is None:
-                    flag = classify(code)
+                    flag = classify(code, frame)
                 if flag:
                     return original(*args, **kwargs)
                 key = (id(code), frame.f_lasti, api)

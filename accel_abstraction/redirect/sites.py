@@ -70,12 +70,14 @@ class SiteRecorder:
 
     # -------------------------------------------------------------- classification
 
-    def _classify(self, code: CodeType) -> bool:
+    def _classify(self, code: CodeType, frame: FrameType | None = None) -> bool:
         name = code.co_filename
         if name.startswith(_GENERATED_PREFIXES):
             internal = True
         elif name.startswith("<"):
-            internal = False  # <string>, <stdin>, notebooks: the user's code
+            # <string>, <stdin>, notebooks: the user's code, unless torch exec'd it in its own module
+            module = frame.f_globals.get("__name__", "") if frame is not None else ""
+            internal = isinstance(module, str) and (module == "torch" or module.startswith("torch."))
         else:
             internal = os.path.realpath(name).startswith(self._dirs)
         self._codes[id(code)] = code
@@ -93,7 +95,7 @@ class SiteRecorder:
             code = frame.f_code
             flag = internal.get(id(code))
             if flag is None:
-                flag = self._classify(code)
+                flag = self._classify(code, frame)
             if not flag:
                 return frame
             frame = frame.f_back
@@ -118,7 +120,7 @@ class SiteRecorder:
         code = frame.f_code
         flag = self._internal.get(id(code))
         if flag is None:
-            flag = self._classify(code)
+            flag = self._classify(code, frame)
         if flag:
             return None
         key = (id(code), frame.f_lasti, api)

@@ -134,6 +134,21 @@ def tensor_redirects(s: Server) -> list[Redirect]:
     functools.update_wrapper(set_default_device, set_default)
     add(torch, "set_default_device", set_default_device, "torch.set_default_device(cuda)")
 
+    from torch.utils._device import DeviceContext
+
+    context_init = DeviceContext.__init__
+    api = 'with torch.device("cuda")'
+    rec.describe(api, "device", "with accel.device():")
+
+    def device_context_init(self: Any, device: Any) -> None:
+        new = t.translate(device)
+        if new is not device:
+            rec.hit(api)
+        context_init(self, new)
+
+    functools.update_wrapper(device_context_init, context_init)
+    add(DeviceContext, "__init__", device_context_init, api, "with accel.device():")
+
     load = torch.load
     rec.describe("torch.load(map_location=cuda)", "device", "map_location=accel.device()")
 

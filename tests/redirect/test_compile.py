@@ -25,3 +25,28 @@ def test_compiled_function_matches_eager_under_redirect(backend: str) -> None:
     torch._dynamo.reset()
     assert expected.device.type == "cpu"
     assert torch.equal(first, expected) and torch.equal(second, expected)
+
+
+AFTER_UNDO = """
+import torch, accel_abstraction as accel
+accel.use("cpu")
+def uses_cuda(x):
+    return x + torch.ones(8, device="cuda")
+def plain(x):
+    return x + torch.ones(8)
+x = torch.zeros(8)
+with accel.redirect_cuda():  # the first compile of the process happens under the redirect
+    assert torch.compile(uses_cuda, backend="eager", fullgraph=True)(x).device.type == "cpu"
+torch._dynamo.reset()
+assert torch.equal(torch.compile(plain, backend="aot_eager", fullgraph=True)(x), torch.ones(8))
+with torch.device("meta"):  # torch's own device context still knows the original factories
+    assert torch.zeros(2).device.type == "meta"
+print("ok")
+"""
+
+
+def test_torch_compile_and_device_context_work_after_undo() -> None:
+    from .conftest import run
+
+    proc = run(["-c", AFTER_UNDO], {"ACCEL_BACKEND": "cpu"})
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]

@@ -61,3 +61,14 @@ def test_tensor_and_module_code_lands_on_the_backend() -> None:
             torch.set_default_device(None)
     for t in (lin.weight, x, y, z, m.weight, w):
         assert t.device.type == "cpu"
+
+
+def test_torch_device_context_manager_is_redirected() -> None:
+    with redirect_cuda() as r:
+        with torch.device("cuda"):
+            x = torch.zeros(2)
+            layer = torch.nn.Linear(2, 2)
+    assert x.device.type == "cpu" and layer.weight.device.type == "cpu"
+    assert [s.api for s in r.sites()] == ['with torch.device("cuda")']
+    with torch.device("meta"):  # after undo, torch's device context still applies to factories
+        assert torch.zeros(1).device.type == "meta"

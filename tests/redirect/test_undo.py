@@ -7,13 +7,17 @@ import threading
 import pytest
 import torch
 import torch.distributed as dist
+from torch.utils._device import DeviceContext
 
 import accel_abstraction as accel
 from accel_abstraction.errors import AccelError
 from accel_abstraction.redirect import redirect_cuda
 from accel_abstraction.redirect.context import active_redirects
 
-OWNERS = [torch, torch.cuda, torch.cuda.amp, torch.amp, torch.Tensor, torch.nn.Module, dist, type(torch.backends.cudnn)]
+OWNERS = [
+    torch, torch.cuda, torch.cuda.amp, torch.amp, torch.Tensor, torch.nn.Module, dist,
+    type(torch.backends.cudnn), DeviceContext,
+]  # fmt: skip
 
 
 def snapshot() -> list[dict[str, object]]:
