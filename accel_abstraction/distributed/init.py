@@ -163,10 +163,13 @@ def _rendezvous_error(
         f"(collective library {name!r}, rendezvous at {where}) after {elapsed:.1f} s: {first}."
     )
     if "address already in use" in low or "eaddrinuse" in low or "errno: 98" in low:
-        port = launch.master_port
+        taken = (
+            f"The port of {init_method!r} is already in use"
+            if settings.init_method
+            else f"Port {launch.master_port} is already in use on {launch.master_addr}"
+        )
         return DistributedError(
-            f"{head} Port {port} is already in use on {launch.master_addr}: another job or a leftover "
-            f"process holds it. Choose a free port with {port_hint}"
+            f"{head} {taken}: another job or a leftover process holds it. Choose a free port with {port_hint}"
         )
     if "timed out" in low or "timeout" in low:
         return DistributedError(
@@ -192,7 +195,7 @@ def _existing_info(backend: Backend, launch: LaunchEnv) -> DistInfo:
         world_size=world,
         local_rank=local_rank,
         local_world_size=local_world,
-        node_rank=rank // local_world,
+        node_rank=launch.node_rank if launch.world_size == world else rank // local_world,
         device=_device_of(backend, local_rank),
         backend=str(dist.get_backend()),
         is_main_process=rank == 0,
