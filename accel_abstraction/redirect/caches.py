@@ -13,8 +13,10 @@ Only modules already imported are touched: the redirect imports nothing heavy.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
+from typing import Any
 
-__all__ = ["refresh_torch_caches", "warm_torch_caches"]
+__all__ = ["alias_jit_builtins", "refresh_torch_caches", "unalias_jit_builtins", "warm_torch_caches"]
 
 #: (module, function with ``cache_clear``) pairs.
 _CACHED = (
@@ -49,3 +51,32 @@ def refresh_torch_caches() -> None:
     rules = sys.modules.get("torch._dynamo.trace_rules")
     if rules is not None and hasattr(rules, "clear_lru_cache"):
         rules.clear_lru_cache()
+
+
+def alias_jit_builtins(pairs: Iterable[tuple[Any, Any]]) -> list[int]:
+    """Let TorchScript compile a replacement as the aten op of its original; return the ids added.
+
+    ``torch.jit.script`` maps torch functions to aten operators through a table keyed by
+    ``id(function)``; a replacement missing from it would be compiled as Python source and
+    fail. Scripted code therefore runs the original operator (a ``"cuda"`` device in
+    scripted code is not translated).
+    """
+    builtins = sys.modules.get("torch.jit._builtins")
+    if builtins is None:
+        return []
+    table = builtins._get_builtin_table()
+    added = []
+    for original, replacement in pairs:
+        op = table.get(id(original))
+        if op is not None and id(replacement) not in table:
+            table[id(replacement)] = op
+            added.append(id(replacement))
+    return added
+
+
+def unalias_jit_builtins(ids: Iterable[int]) -> None:
+    """Remove the entries :func:`alias_jit_builtins` added."""
+    table = getattr(sys.modules.get("torch.jit._builtins"), "_builtin_table", None)
+    if table is not None:
+        for i in ids:
+            table.pop(i, None)

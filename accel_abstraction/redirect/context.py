@@ -23,7 +23,7 @@ from typing import IO, Any
 
 from ..backend import Backend
 from ..errors import AccelError
-from .caches import refresh_torch_caches, warm_torch_caches
+from .caches import alias_jit_builtins, refresh_torch_caches, unalias_jit_builtins, warm_torch_caches
 from .patches import Patcher
 from .serve import Server
 from .sites import Site, SiteRecorder
@@ -39,6 +39,11 @@ class _Installation:
         self.redirects = redirects
         self.patcher = Patcher()
         self.refs = 0
+        self.jit_ids: list[int] = []
+
+    def originals(self) -> list[Any]:
+        """The values the installed redirects replaced (``ABSENT`` for inherited attributes)."""
+        return [original for _, _, original in self.patcher.saved()]
 
 
 _lock = threading.Lock()
@@ -84,6 +89,8 @@ class redirect_cuda:  # noqa: N801 - used like a function: accel.redirect_cuda()
                 inst = _Installation(server, build_redirects(server))
                 warm_torch_caches()
                 inst.patcher.install(inst.redirects)
+                pairs = zip(inst.originals(), (r.replacement for r in inst.redirects), strict=True)
+                inst.jit_ids = alias_jit_builtins(pairs)
                 refresh_torch_caches()
                 _active = inst
             else:
@@ -110,6 +117,7 @@ class redirect_cuda:  # noqa: N801 - used like a function: accel.redirect_cuda()
             inst.refs -= 1
             if inst.refs == 0:
                 inst.patcher.undo()
+                unalias_jit_builtins(inst.jit_ids)
                 refresh_torch_caches()
                 _active = None
 

@@ -50,3 +50,14 @@ def test_torch_compile_and_device_context_work_after_undo() -> None:
 
     proc = run(["-c", AFTER_UNDO], {"ACCEL_BACKEND": "cpu"})
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
+
+
+def scripted(x: torch.Tensor) -> torch.Tensor:
+    return x + torch.zeros(2)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_torch_jit_script_is_untouched_by_the_redirect() -> None:
+    with redirect_cuda():
+        assert torch.equal(torch.jit.script(scripted)(torch.ones(2)), torch.ones(2))
+    assert torch.equal(torch.jit.script(scripted)(torch.ones(2)), torch.ones(2))
