@@ -193,7 +193,8 @@ def test_slurm_variables_give_ranks_and_device(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("mode", "backend", "timeout"), [("die", "cpu", 20), ("die", "neuron", 20), ("stall", "cpu", 4)]
+    ("mode", "backend", "timeout"),
+    [("die", "cpu", 20), ("die", "neuron", 20), ("stall", "cpu", 4), ("stall", "neuron", 4)],
 )
 def test_a_lost_rank_makes_the_survivor_fail_within_the_timeout(
     mode: str, backend: str, timeout: int, tmp_path: Path
