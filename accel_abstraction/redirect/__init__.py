@@ -8,6 +8,7 @@ Modules, one job each: :mod:`.spec` (the :class:`Redirect` type), :mod:`.devices
 :mod:`.serve` (wrapping a CUDA function to serve it with the backend), the redirect
 tables :mod:`.cuda_module`, :mod:`.tensors`, :mod:`.amp`, :mod:`.dist`, :mod:`.knobs`,
 assembled with the plugins' by :mod:`.table`, :mod:`.patches` (reversible patching),
+:mod:`.caches` (torch's caches of its own functions, kept clean across install and undo),
 :mod:`.context` (:func:`redirect_cuda`), :mod:`.report`, :mod:`.runner` and :mod:`.cli`.
 """
 

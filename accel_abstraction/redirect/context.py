@@ -89,9 +89,15 @@ class redirect_cuda:  # noqa: N801 - used like a function: accel.redirect_cuda()
                 inst = _Installation(server, build_redirects(server))
                 warm_torch_caches()
                 inst.patcher.install(inst.redirects)
-                pairs = zip(inst.originals(), (r.replacement for r in inst.redirects), strict=True)
-                inst.jit_ids = alias_jit_builtins(pairs)
-                refresh_torch_caches()
+                try:
+                    pairs = zip(inst.originals(), (r.replacement for r in inst.redirects), strict=True)
+                    inst.jit_ids = alias_jit_builtins(pairs)
+                    refresh_torch_caches()
+                except BaseException:
+                    inst.patcher.undo()
+                    unalias_jit_builtins(inst.jit_ids)
+                    refresh_torch_caches()
+                    raise
                 _active = inst
             else:
                 s = inst.server
