@@ -47,10 +47,11 @@ BACKENDS: dict[str, dict[str, str]] = {
 PROBE = """
 import sys
 import accel_abstraction.plugins as plugins
+from accel_abstraction.selection import build_backend
 from accel_abstraction.settings import AccelSettings
 name = sys.argv[1]
 entry = plugins.get_host().registry.get(name)
-avail = entry.spec.factory(AccelSettings.load(backend=name)).availability()
+avail = build_backend(entry, AccelSettings.load(backend=name)).availability()
 print("yes" if avail.available else "no: " + avail.reason)
 """
 
@@ -113,7 +114,8 @@ def _no_gpu_reason() -> str | None:
 def _unavailable(session: nox.Session, backend: str) -> str | None:
     """The backend plugin's own reason it cannot run in this environment, or None when it can."""
     env = BACKENDS[backend]
-    out = session.run("python", "-c", PROBE, backend, env=env, silent=True)
+    session.log(f"probing whether backend {backend!r} can run here")
+    out = session.run("python", "-c", PROBE, backend, env=env, silent=True, log=False)
     answer = (out or "").strip().splitlines()[-1] if out else ""
     return (
         None if answer == "yes" else answer.removeprefix("no: ") or "the availability probe printed nothing"
@@ -181,7 +183,7 @@ def matrix(session: nox.Session) -> None:
             rows.append({"backend": backend, "note": f"skipped: {reason}"})
             continue
         rows.append(_summarise(backend, _run_leg(session, backend, check=False)))
-    session.run("python", "-c", TABLE, json.dumps(rows))
+    session.run("python", "-c", TABLE, json.dumps(rows), log=False)
     failed = [r["backend"] for r in rows if not r.get("note") and (r["failed"] or r["errors"])]
     if failed:
         session.error(f"tests failed on: {', '.join(map(str, failed))}")
