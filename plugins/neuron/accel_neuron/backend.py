@@ -116,11 +116,9 @@ class NeuronBackend(Backend):
         if self.emulated:
             from . import emulator
 
+            from .emulated_dist import register_emulated_process_group
+
             emulator.install()
-            try:
-                from .emulated_dist import register_emulated_process_group
-            except ImportError:  # the distributed emulation is optional in a build without it
-                return
             register_emulated_process_group()
         else:
             import torch_neuronx  # noqa: F401
