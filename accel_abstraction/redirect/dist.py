@@ -4,6 +4,8 @@
 ``backend.dist_backend()``; in a per-device string (``"cpu:gloo,cuda:nccl"``) the CUDA
 entry maps to ``"<device_type>:<dist_backend>"`` (an explicit entry for that device type
 wins). A CUDA ``device_id`` is translated like any device argument.
+``DistributedDataParallel(device_ids=[i], output_device=i)`` gets the backend's indices
+(none on a CPU backend, where torch accepts none).
 """
 
 from __future__ import annotations
@@ -83,4 +85,38 @@ def dist_redirects(s: Server) -> list[Redirect]:
 
     wrap("init_process_group", 0)
     wrap("new_group", 2)
+    out.append(_ddp_redirect(s))
     return out
+
+
+def _ddp_redirect(s: Server) -> Redirect:
+    """``DistributedDataParallel(model, device_ids=[i], output_device=i)`` on the backend's devices.
+
+    CUDA indices and devices become the backend's; on a CPU backend, where torch accepts no
+    ``device_ids``, they are dropped (one CPU device per process).
+    """
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    original = DDP.__init__
+    t = s.translator
+    rec = s.recorder
+    on_cpu = s.backend.device_type == "cpu"
+    api = "DistributedDataParallel(device_ids=...)"
+    hint = "device_ids=[accel.current_device()] (None on cpu)"
+    rec.describe(api, "distributed", hint)
+
+    def ids(value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, (list, tuple)):
+            return None if on_cpu else [t.device_for(v).index for v in value]
+        return None if on_cpu else t.device_for(value).index
+
+    def __init__(self: Any, module: Any, device_ids: Any = None, output_device: Any = None, *args: Any, **kwargs: Any) -> None:  # noqa: N807
+        if device_ids is not None or output_device is not None:
+            rec.hit(api)
+            device_ids, output_device = ids(device_ids), ids(output_device)
+        original(self, module, device_ids, output_device, *args, **kwargs)
+
+    functools.update_wrapper(__init__, original)
+    return Redirect(DDP, "__init__", __init__, "distributed", api, hint, record=False)

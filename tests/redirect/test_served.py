@@ -44,6 +44,19 @@ def test_nccl_becomes_the_backends_collective_library(tmp_path) -> None:  # type
         finally:
             dist.destroy_process_group()
     assert any(s.api.startswith("torch.distributed.init_process_group") for s in r.sites())
+
+
+def test_ddp_with_cuda_device_ids(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with redirect_cuda() as r:
+        dist.init_process_group("nccl", init_method=f"file://{tmp_path}/store", world_size=1, rank=0)
+        try:
+            model = torch.nn.Linear(2, 1).cuda()
+            ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[0], output_device=0)
+            ddp(torch.ones(3, 2, device="cuda")).sum().backward()
+        finally:
+            dist.destroy_process_group()
+    assert model.weight.grad is not None
+    assert any(s.api == "DistributedDataParallel(device_ids=...)" for s in r.sites())
     assert translate_dist_backend("cpu:gloo,cuda:nccl", "neuron", "neuron") == "cpu:gloo,neuron:neuron"
     assert translate_dist_backend("cpu:gloo,cuda:nccl", "cpu", "gloo") == "cpu:gloo"
     assert translate_dist_backend("gloo", "cpu", "gloo") == "gloo"

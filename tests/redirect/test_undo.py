@@ -7,6 +7,7 @@ import threading
 import pytest
 import torch
 import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
 from torch.utils._device import DeviceContext
 
 import accel_abstraction as accel
@@ -16,7 +17,7 @@ from accel_abstraction.redirect.context import active_redirects
 
 OWNERS = [
     torch, torch.cuda, torch.cuda.amp, torch.amp, torch.Tensor, torch.nn.Module, dist,
-    type(torch.backends.cudnn), DeviceContext,
+    type(torch.backends.cudnn), DeviceContext, DistributedDataParallel,
 ]  # fmt: skip
 
 
