@@ -47,8 +47,8 @@ class BackendRun:
         return not self.error
 
     def series(self, key: str) -> dict[int, float]:
-        """``{step: value}`` of metric ``key`` (the last record wins for a repeated step)."""
-        return {int(r["step"]): float(r[key]) for r in self.records if key in r}
+        """``{step: value}`` of the numeric metric ``key`` (the last record wins for a repeated step)."""
+        return {int(r["step"]): float(r[key]) for r in self.records if isinstance(r.get(key), (int, float))}
 
 
 @contextlib.contextmanager

@@ -128,6 +128,7 @@ def test_cpu_and_emulated_neuron_match_bitwise(tmp_path: Path) -> None:
     neuron = report["runs"][1]
     assert neuron["env"] == {"ACCEL_BACKEND": "neuron", "ACCEL_NEURON_EMULATE": "1"}
     assert report["comparisons"][1]["bitwise"] is True
+    assert (out / "parity.png").read_bytes()[:8] == PNG_MAGIC
 
 
 @pytest.mark.slow
