@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-    from .backend import Backend, DeviceLike
-    from .capabilities import Capabilities
+    from .interface import Backend, DeviceLike
+    from .features import Capabilities
 
 __version__ = "0.1.0"
 
@@ -325,10 +325,10 @@ _STUBS: dict[str, Callable[..., Any]] = {
 
 # Names served from submodules on first access (keeps `import accel_abstraction` cheap).
 _LAZY: dict[str, str] = {
-    "Backend": "backend",
+    "Backend": "interface",
     "BackendSpec": "registry",
-    "Capabilities": "capabilities",
-    "Availability": "capabilities",
+    "Capabilities": "features",
+    "Availability": "features",
     "hookimpl": "hookspecs",
     "AccelError": "errors",
     "BackendUnavailableError": "errors",

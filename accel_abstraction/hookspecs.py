@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from .backend import Backend
+    from .interface import Backend
     from .registry import BackendSpec
     from .settings import AccelSettings
 

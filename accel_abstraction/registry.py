@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from .errors import PluginError, UnknownBackendError
 
 if TYPE_CHECKING:
-    from .backend import Backend
+    from .interface import Backend
     from .settings import AccelSettings
 
 __all__ = ["BackendSpec", "BackendRegistry", "RegisteredBackend"]

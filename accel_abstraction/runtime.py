@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .backend import Backend
+from .interface import Backend
 from .plugins import get_host
 from .selection import Selection, select_backend
 from .settings import AccelSettings

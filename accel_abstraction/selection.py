@@ -6,7 +6,7 @@ import traceback
 import warnings
 from dataclasses import dataclass
 
-from .backend import Backend
+from .interface import Backend
 from .errors import BackendUnavailableError, PluginError
 from .registry import BackendRegistry, RegisteredBackend
 from .settings import AccelSettings

@@ -39,7 +39,7 @@ from ..settings import DistSettings
 from .env import LaunchEnv, detect
 
 if TYPE_CHECKING:
-    from ..backend import Backend
+    from ..interface import Backend
 
 __all__ = [
     "DistInfo",

@@ -52,7 +52,9 @@ def plot_runs(runs: Sequence[BackendRun], path: Path, metric: str = "loss") -> P
             if any(line.get_ydata().any() for line in bottom.get_lines()):  # type: ignore[union-attr]
                 bottom.set_yscale("symlog", linthresh=1e-8)
             elif len(usable) > 1:
-                bottom.text(0.5, 0.75, "bitwise identical at every step", transform=bottom.transAxes, ha="center")
+                bottom.text(
+                    0.5, 0.75, "bitwise identical at every step", transform=bottom.transAxes, ha="center"
+                )
             if len(usable) > 1:
                 bottom.legend()
         bottom.set_ylabel(f"|{metric} - reference|")

@@ -171,6 +171,7 @@ def run_backends(
     *,
     progress: bool = True,
     timeout: float | None = None,
+    metric: str = "loss",
 ) -> list[BackendRun]:
     """Run ``script`` once per backend (sequentially, so timings do not compete); return the runs."""
     from rich.console import Console
@@ -210,14 +211,20 @@ def run_backends(
                 bar.update(task, status=f"[red]{escape(run.error)}")
                 continue
             bar.update(task, total=expected, status="starting")
-            _run_one(run, script, script_args, bar, task, timeout)
+            _run_one(run, script, script_args, bar, task, timeout, metric)
             if run.ok and expected is None:
                 expected = len(run.records)  # later runs of the same script: a known total
     return runs
 
 
 def _run_one(
-    run: BackendRun, script: Path, script_args: Sequence[str], bar: Any, task: Any, timeout: float | None
+    run: BackendRun,
+    script: Path,
+    script_args: Sequence[str],
+    bar: Any,
+    task: Any,
+    timeout: float | None,
+    metric: str,
 ) -> None:
     metrics = Path(run.metrics_path)
     metrics.unlink(missing_ok=True)  # log_metric appends
@@ -239,7 +246,8 @@ def _run_one(
                 if new:
                     run.records.extend(new)
                     last = new[-1]
-                    status = f"loss {last['loss']:.4f}" if isinstance(last.get("loss"), (int, float)) else ""
+                    value = last.get(metric)
+                    status = f"{metric} {value:.4f}" if isinstance(value, (int, float)) else ""
                     bar.update(task, completed=len(run.records), status=status)
                 if done:
                     break

@@ -21,7 +21,7 @@ import threading
 from types import TracebackType
 from typing import IO, Any
 
-from ..backend import Backend
+from ..interface import Backend
 from ..errors import AccelError
 from .caches import alias_jit_builtins, refresh_torch_caches, unalias_jit_builtins, warm_torch_caches
 from .patches import Patcher

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..backend import Backend
+from ..interface import Backend
 from ..errors import AccelError, DeviceIndexError
 
 __all__ = ["CUDA", "DeviceTranslator"]

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch.compiler import is_dynamo_compiling as is_compiling
 
-from ..backend import Backend
+from ..interface import Backend
 from ..errors import CapabilityError
 from .devices import DeviceTranslator
 from .errors import RedirectCapabilityError

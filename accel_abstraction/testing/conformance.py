@@ -25,7 +25,7 @@ import pytest
 import torch
 
 import accel_abstraction as accel
-from accel_abstraction.backend import Backend
+from accel_abstraction.interface import Backend
 from accel_abstraction.errors import AccelError, CapabilityError, DeviceIndexError
 
 __all__ = ["BackendConformance"]

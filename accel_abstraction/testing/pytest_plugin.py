@@ -26,7 +26,7 @@ import pytest
 if TYPE_CHECKING:
     import torch
 
-    from accel_abstraction.backend import Backend
+    from accel_abstraction.interface import Backend
 
 ENV_VAR = "ACCEL_TEST_BACKENDS"
 DEFAULT_BACKENDS = ("cpu",)

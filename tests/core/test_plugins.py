@@ -13,8 +13,8 @@ pytestmark = pytest.mark.slow
 
 GOOD = """
 from accel_abstraction import hookimpl, BackendSpec
-from accel_abstraction.backend import Backend
-from accel_abstraction.capabilities import Availability
+from accel_abstraction.interface import Backend
+from accel_abstraction.features import Availability
 
 class Meta(Backend):
     name = "metadev"

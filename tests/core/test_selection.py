@@ -11,8 +11,8 @@ import torch
 
 import accel_abstraction as accel
 from accel_abstraction import hookimpl
-from accel_abstraction.backend import Backend
-from accel_abstraction.capabilities import Availability
+from accel_abstraction.interface import Backend
+from accel_abstraction.features import Availability
 from accel_abstraction.errors import BackendUnavailableError, PluginError, UnknownBackendError
 from accel_abstraction.plugins import register_plugin, reset
 
@@ -198,3 +198,18 @@ def test_no_warning_on_a_clean_selection(test_plugin: _TestPlugin) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         accel.use("cpu")
+
+
+def test_no_submodule_shadows_a_public_function(tmp_path: Path) -> None:
+    # Importing package.sub sets package.sub: a module named like a public function would replace it.
+    code = """
+        import importlib, pkgutil, types, accel_abstraction as accel
+        for info in pkgutil.walk_packages(accel.__path__, "accel_abstraction."):
+            if not info.name.endswith("__main__"):
+                importlib.import_module(info.name)
+        bad = [n for n in accel._STUBS if isinstance(getattr(accel, n), types.ModuleType)]
+        print(",".join(bad))
+    """
+    result = run_python(code, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == ""

@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
-from accel_abstraction.backend import Backend, DeviceLike
-from accel_abstraction.capabilities import Availability, Capabilities
+from accel_abstraction.interface import Backend, DeviceLike
+from accel_abstraction.features import Availability, Capabilities
 from accel_abstraction.errors import CapabilityError
 
 __all__ = ["CpuBackend"]

@@ -8,8 +8,8 @@ from typing import Any
 
 import torch
 
-from accel_abstraction.backend import Backend, DeviceLike
-from accel_abstraction.capabilities import Availability, Capabilities
+from accel_abstraction.interface import Backend, DeviceLike
+from accel_abstraction.features import Availability, Capabilities
 
 __all__ = ["CudaBackend", "cuda_availability"]
 

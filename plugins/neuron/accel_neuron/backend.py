@@ -25,8 +25,8 @@ import traceback
 
 import torch
 
-from accel_abstraction.backend import Backend
-from accel_abstraction.capabilities import Availability, Capabilities
+from accel_abstraction.interface import Backend
+from accel_abstraction.features import Availability, Capabilities
 from accel_abstraction.settings import AccelSettings
 
 from .settings import NeuronSettings

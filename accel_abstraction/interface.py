@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from .capabilities import Availability, Capabilities
+from .features import Availability, Capabilities
 from .errors import AccelError, CapabilityError, DeviceIndexError
 
 if TYPE_CHECKING:
