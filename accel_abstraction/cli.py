@@ -37,13 +37,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--traceback", action="store_true", help="show the full traceback of an error")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    loaded: set[str] = set()
-    for name, (module, help_text) in SUBCOMMANDS.items():
-        if command is None or name == command:
-            if module not in loaded:
-                importlib.import_module(module).add_parser(subparsers)
-                loaded.add(module)
-        elif name not in subparsers.choices:
+    wanted = {module for name, (module, _) in SUBCOMMANDS.items() if command is None or name == command}
+    for module in dict.fromkeys(m for m, _ in SUBCOMMANDS.values()):
+        if module in wanted:
+            importlib.import_module(module).add_parser(subparsers)
+    for name, (_, help_text) in SUBCOMMANDS.items():
+        if name not in subparsers.choices:
             subparsers.add_parser(name, help=help_text)
     return parser
 
