@@ -98,6 +98,7 @@ def _backends(raw: str | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from .compare import compare_runs
     from .report import print_report, to_json, write_json
@@ -114,8 +115,9 @@ def run(args: argparse.Namespace) -> int:
     if not console.is_terminal:
         console = Console(width=max(console.width, 130))  # a log file or CI: keep the table readable
     console.print(f"accel parity: {script} {' '.join(script_args)} on {', '.join(backends)} -> {out}/")
+    progress = not args.no_progress
     runs = run_backends(
-        script, script_args, backends, out, progress=not args.no_progress, timeout=args.timeout
+        script, script_args, backends, out, progress=progress, timeout=args.timeout, metric=args.metric
     )
     result = compare_runs(runs, metric=args.metric, rtol=args.rtol, atol=args.atol)
     print_report(result, runs, console)
@@ -127,11 +129,11 @@ def run(args: argparse.Namespace) -> int:
         try:
             written.append(str(plot_runs(runs, out / "parity.png", args.metric)))
         except AccelError as exc:
-            console.print(f"[yellow]accel parity: {exc}")
+            console.print(f"[yellow]accel parity: {escape(str(exc))}")
     console.print("wrote " + ", ".join(written))
     for c in result.failed_runs:
         log = next(r.log_path for r in runs if r.label == c.label)
-        console.print(f"[red]{c.label}: {c.error}[/red] (log: {log})", markup=True, highlight=False)
+        console.print(f"[red]{escape(c.label)}: {escape(c.error)}[/red] (log: {log})", highlight=False)
     if result.failed_runs or any(c.error for c in result.comparisons):
         return EXIT_FAILED
     return EXIT_MATCH if result.passed else EXIT_DIVERGED
