@@ -17,6 +17,9 @@ about ln(vocabulary) to well under half of that within the default 80 steps.
 Every step is logged with ``accel.log_metric(step=i, loss=..., step_time=...)``: written to
 ``$ACCEL_METRICS_FILE`` when set (``accel parity`` sets it), a no-op otherwise.
 
+Step times are measured with one intra-op thread by default (``--threads``): at this size more
+threads do not help, and on a shared machine they make timings swing by an order of magnitude.
+
 Reproducibility across backends: parameters are initialised on the CPU and batches are drawn
 from a CPU generator, so every backend starts from the same weights and sees the same data.
 Dropout draws from the device's own generator; where that generator has the CPU generator's
@@ -174,8 +177,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--threads",
         type=int,
-        default=0,
-        help="torch intra-op threads (0: torch's default); 1 steadies timings on a busy machine",
+        default=1,
+        help=(
+            "torch intra-op threads (default 1; 0: torch's default). The model is too small to gain from "
+            "more, and with several a busy machine makes step times swing by 10-50x (threads wait on each other)"
+        ),
     )
     return p.parse_args(argv)
 
