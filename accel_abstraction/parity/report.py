@@ -34,20 +34,25 @@ def build_table(result: ParityResult, runs: Sequence[BackendRun]) -> Table:
     tol = (
         "bitwise" if result.rtol == 0 and result.atol == 0 else f"rtol={result.rtol:g}, atol={result.atol:g}"
     )
+    from rich import box
+
+    emulated = {run.label for run in runs if any(k.endswith("_EMULATE") for k in run.env)}
     table = Table(
-        title=f"Parity of {result.metric!r} per step ({tol}), reference {result.comparisons[0].reference!r}"
+        title=f"Parity of {result.metric!r} per step ({tol}), reference {result.comparisons[0].reference!r}",
+        caption="* emulated on the CPU" if emulated else None,
+        box=box.SIMPLE_HEAVY,
+        pad_edge=False,
     )
     for header, justify in [
-        ("backend", "left"), ("steps", "right"), (f"final {result.metric}", "right"), ("bitwise", "center"),
-        ("max abs diff", "right"), ("max rel diff", "right"), ("first diff step", "right"),
-        ("median step", "right"), ("time vs ref", "right"), ("result", "left"),
+        ("backend", "left"), ("steps", "right"), (f"final\n{result.metric}", "right"), ("bitwise", "center"),
+        ("max abs\ndiff", "right"), ("max rel\ndiff", "right"), ("first\ndiff", "right"),
+        ("median\nstep", "right"), ("vs\nref", "right"), ("result", "left"),
     ]:  # fmt: skip
-        table.add_column(header, justify=justify)  # type: ignore[arg-type]
-    emulated = {run.label for run in runs if any(k.endswith("_EMULATE") for k in run.env)}
+        table.add_column(header, justify=justify, no_wrap=header != "result")  # type: ignore[arg-type]
     for c in result.comparisons:
-        name = c.label + (" (emulated)" if c.label in emulated else "")
+        name = c.label + ("*" if c.label in emulated else "")
         if not c.ok:
-            table.add_row(name, *["-"] * 8, f"[red]failed: {_escape(c.error)}")
+            table.add_row(_escape(name), *["-"] * 8, f"[red]failed: {_escape(c.error)}")
             continue
         is_ref = c.label == c.reference
         if c.passed:
@@ -60,7 +65,7 @@ def build_table(result: ParityResult, runs: Sequence[BackendRun]) -> Table:
                 verdict += f" ({len(c.missing_steps)} steps only in one run)"
         first = c.first_diverging_step
         table.add_row(
-            name,
+            _escape(name),
             str(c.steps),
             _num(c.final_value, ".6f"),
             "-" if is_ref else ("[green]yes" if c.bitwise else "[yellow]no"),
