@@ -52,5 +52,8 @@ def install() -> None:
         from . import registration
 
         registration.register()
+        from .autograd_threads import run_backward_in_caller_thread
+
+        run_backward_in_caller_thread()
         _installed = True
     log.info("neuron device emulated on the CPU")

@@ -20,6 +20,7 @@ import weakref
 import torch
 
 from . import device_module, memory
+from .autograd_threads import run_backward_in_caller_thread
 
 _construct_storage = torch._C._construct_storage_from_data_pointer
 _create_empty = torch._C._acc.create_empty_tensor
@@ -61,6 +62,7 @@ def _new_storage_over(cpu_storage: torch.UntypedStorage, ptr: int, nbytes: int) 
     alias._emu_owner = getattr(cpu_storage, "_emu_owner", cpu_storage)
     st._emu_cpu = alias
     st._emu_views = {}
+    run_backward_in_caller_thread()
     if nbytes:
         _by_ptr[ptr] = weakref.ref(st, _on_free(ptr, nbytes))
         memory.allocate(nbytes)
