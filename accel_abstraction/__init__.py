@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-    from .interface import Backend, DeviceLike
     from .features import Capabilities
+    from .interface import Backend, DeviceLike
 
 __version__ = "0.1.0"
 

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from .features import Availability, Capabilities
 from .errors import AccelError, CapabilityError, DeviceIndexError
+from .features import Availability, Capabilities
 
 if TYPE_CHECKING:
     from .settings import AccelSettings

@@ -6,8 +6,8 @@ import traceback
 import warnings
 from dataclasses import dataclass
 
-from .interface import Backend
 from .errors import BackendUnavailableError, PluginError
+from .interface import Backend
 from .registry import BackendRegistry, RegisteredBackend
 from .settings import AccelSettings
 

@@ -21,8 +21,8 @@ import threading
 from types import TracebackType
 from typing import IO, Any
 
-from ..interface import Backend
 from ..errors import AccelError
+from ..interface import Backend
 from .caches import alias_jit_builtins, refresh_torch_caches, unalias_jit_builtins, warm_torch_caches
 from .patches import Patcher
 from .serve import Server

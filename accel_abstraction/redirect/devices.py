@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from ..interface import Backend
 from ..errors import AccelError, DeviceIndexError
+from ..interface import Backend
 
 __all__ = ["CUDA", "DeviceTranslator"]
 

@@ -21,8 +21,8 @@ from typing import Any
 import torch
 from torch.compiler import is_dynamo_compiling as is_compiling
 
-from ..interface import Backend
 from ..errors import CapabilityError
+from ..interface import Backend
 from .devices import DeviceTranslator
 from .errors import RedirectCapabilityError
 from .sites import FAILED, MISSING, SiteRecorder

@@ -25,8 +25,8 @@ import pytest
 import torch
 
 import accel_abstraction as accel
-from accel_abstraction.interface import Backend
 from accel_abstraction.errors import AccelError, CapabilityError, DeviceIndexError
+from accel_abstraction.interface import Backend
 
 __all__ = ["BackendConformance"]
 

@@ -11,9 +11,9 @@ import torch
 
 import accel_abstraction as accel
 from accel_abstraction import hookimpl
-from accel_abstraction.interface import Backend
-from accel_abstraction.features import Availability
 from accel_abstraction.errors import BackendUnavailableError, PluginError, UnknownBackendError
+from accel_abstraction.features import Availability
+from accel_abstraction.interface import Backend
 from accel_abstraction.plugins import register_plugin, reset
 
 from .conftest import run_python

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from accel_abstraction import hookimpl
-from accel_abstraction.interface import Backend
 from accel_abstraction.features import Availability, Capabilities
+from accel_abstraction.interface import Backend
 from accel_abstraction.registry import BackendSpec
 
 UNAVAILABLE_REASON = "the fake accelerator is unplugged"

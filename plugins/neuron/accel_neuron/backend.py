@@ -25,8 +25,8 @@ import traceback
 
 import torch
 
-from accel_abstraction.interface import Backend
 from accel_abstraction.features import Availability, Capabilities
+from accel_abstraction.interface import Backend
 from accel_abstraction.settings import AccelSettings
 
 from .settings import NeuronSettings
@@ -115,7 +115,6 @@ class NeuronBackend(Backend):
     def activate(self) -> None:
         if self.emulated:
             from . import emulator
-
             from .emulated_dist import register_emulated_process_group
 
             emulator.install()

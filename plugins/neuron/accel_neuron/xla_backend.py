@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from accel_abstraction.interface import Backend, DeviceLike
 from accel_abstraction.features import Availability, Capabilities
+from accel_abstraction.interface import Backend, DeviceLike
 
 __all__ = ["NeuronXlaBackend"]
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from accel_abstraction.errors import CapabilityError
 from accel_neuron.backend import NeuronBackend
 from accel_neuron.settings import NeuronSettings
 from accel_neuron.xla_backend import NeuronXlaBackend
+
+from accel_abstraction.errors import CapabilityError
 
 STANDIN = '''
 """Stand-in for AWS TorchNeuron: importing it brings up the neuron device (here: emulated)."""
