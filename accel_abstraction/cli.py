@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from .errors import AccelError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "print_error"]
 
 #: Subcommand -> (module that contributes it, one-line help). Only the module of the command
 #: being run is imported, so `accel scan` never pays for torch and `accel info` not for libcst.
@@ -54,6 +54,15 @@ def _command_of(argv: Sequence[str]) -> str | None:
     return None
 
 
+def print_error(exc: AccelError, show_traceback: bool = False) -> int:
+    """Print ``exc`` as one ``accel: error: ...`` line (the traceback too if asked); return exit code 2."""
+    if show_traceback:
+        traceback.print_exception(exc)
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    print(f"accel: error: {first}", file=sys.stderr)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -62,11 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except AccelError as exc:
-        if args.traceback:
-            traceback.print_exc()
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"accel: error: {first}", file=sys.stderr)
-        return 2
+        return print_error(exc, args.traceback)
     except KeyboardInterrupt:
         return 130
 

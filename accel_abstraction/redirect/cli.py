@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,16 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m accel_abstraction.run``: same options and errors as ``accel run``."""
-    import traceback
-
+    from ..cli import print_error
     from ..errors import AccelError
 
     args = build_parser().parse_args(argv)
     try:
         return _run(args)
     except AccelError as exc:
-        if args.traceback:
-            traceback.print_exc()
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"accel: error: {first}", file=sys.stderr)
-        return 2
+        return print_error(exc, args.traceback)

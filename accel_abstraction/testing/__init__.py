@@ -9,6 +9,8 @@
 pytest imports this package for every test run: keep it cheap (names below load on first use).
 """
 
+from .._lazy import lazy_getattr
+
 # --- compare / pytest plugin names (served lazily: importing this package must stay cheap) ---
 _LAZY: dict[str, str] = {
     "assert_backends_match": "compare",
@@ -16,12 +18,4 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'accel_abstraction.testing' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
