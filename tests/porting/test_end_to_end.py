@@ -1,4 +1,4 @@
-"""A CUDA-coupled training script is scanned, ported, and the port runs on the CPU backend."""
+"""A CUDA-coupled training script is scanned, ported, and the port runs on cpu and on emulated neuron."""
 
 from __future__ import annotations
 
@@ -75,8 +75,15 @@ def _run(path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+BACKENDS = {
+    "cpu": {"ACCEL_BACKEND": "cpu"},
+    "neuron": {"ACCEL_BACKEND": "neuron", "ACCEL_NEURON_EMULATE": "1"},
+}
+
+
 @pytest.mark.slow
-def test_scan_port_and_run_on_cpu(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_scan_port_and_run(tmp_path: Path, backend: str) -> None:
     findings = scan_source(SCRIPT, "train.py").findings
     codes = sorted({f.code for f in findings})
     assert codes == [
@@ -93,11 +100,7 @@ def test_scan_port_and_run_on_cpu(tmp_path: Path) -> None:
     ported = tmp_path / "train.py"
     ported.write_text(result.output)
 
-    import accel_abstraction
-
-    if not all(hasattr(accel_abstraction, name) for name in ("device", "autocast", "GradScaler", "set_benchmark")):
-        pytest.skip("the core public API is not there yet")
-    run = _run(ported, ACCEL_BACKEND="cpu")
+    run = _run(ported, **BACKENDS[backend])
     assert run.returncode == 0, run.stderr[-3000:]
     first, last = (float(part.split("=")[1]) for part in run.stdout.strip().splitlines()[-1].split())
     assert last < first
