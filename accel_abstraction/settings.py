@@ -36,7 +36,7 @@ from pydantic_settings import (
 
 from .errors import ConfigError, did_you_mean
 
-__all__ = ["AccelSettings", "ConfigSection", "DistSettings", "Provenance", "find_pyproject"]
+__all__ = ["AccelSettings", "ConfigSection", "DistSettings", "Provenance", "find_pyproject", "toml_key_line"]
 
 S = TypeVar("S", bound="ConfigSection")
 
@@ -44,8 +44,10 @@ _AMP_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32"
 
 
 def find_pyproject(start: Path | None = None) -> Path | None:
-    """The nearest ``pyproject.toml`` from ``start`` (default: the working directory) upwards."""
+    """The nearest ``pyproject.toml`` at or above ``start`` (a folder or a file; default: the working directory)."""
     here = (start or Path.cwd()).resolve()
+    if here.is_file():
+        here = here.parent
     for folder in (here, *here.parents):
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
@@ -53,7 +55,7 @@ def find_pyproject(start: Path | None = None) -> Path | None:
     return None
 
 
-def _key_line(path: Path, header: tuple[str, ...], key: str) -> int | None:
+def toml_key_line(path: Path, header: tuple[str, ...], key: str) -> int | None:
     """Line number (1-based) of ``key = ...`` inside table ``[a.b.c]`` of a TOML file, if found."""
     wanted = ".".join(header)
     current = ""
@@ -169,7 +171,7 @@ def _read_table(path: Path, cls: type[ConfigSection]) -> dict[str, Any]:
             break
         node = node.get(key, {})
         if not isinstance(node, Mapping):
-            line = _key_line(path, tuple(walked[:-1]), key)
+            line = toml_key_line(path, tuple(walked[:-1]), key)
             where = f"{path}:{line}" if line else str(path)
             raise ConfigError(
                 f"{where}: [{'.'.join(walked)}] must be a table, not {type(node).__name__} {node!r}; "
@@ -179,7 +181,7 @@ def _read_table(path: Path, cls: type[ConfigSection]) -> dict[str, Any]:
     known = set(cls.model_fields)
     for key, value in table.items():
         if key not in known and not isinstance(value, Mapping):
-            line = _key_line(path, cls.table_header(), key)
+            line = toml_key_line(path, cls.table_header(), key)
             raise ConfigError(
                 f"{path}:{line or '?'}: unknown key {key!r} in [{'.'.join(cls.table_header())}]; "
                 f"known keys: {', '.join(sorted(known))}.{did_you_mean(key, known)}"
@@ -200,7 +202,7 @@ def _provenance_of(
     if env in os.environ:
         return Provenance("env", f"environment variable {env}")
     if field in table and path is not None:
-        line = _key_line(path, cls.table_header(), field)
+        line = toml_key_line(path, cls.table_header(), field)
         return Provenance("file", f"{path}:{line or '?'} [{'.'.join(cls.table_header())}] {field}")
     return Provenance("default", "default")
 

@@ -11,11 +11,12 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..settings import find_pyproject
 from . import report
 from .apply import port_file, unified_diff
 from .rules import BUILTIN_RULES, Rule
 from .runner import iter_python_files, load_plugin_rules, scan_paths, want_progress
-from .settings import Selection, build_selection, find_pyproject, load_settings
+from .settings import Selection, build_selection, load_settings
 
 
 def _split(values: list[str] | None) -> list[str]:

@@ -27,8 +27,10 @@ from pydantic_settings import (
 )
 
 from ..errors import ConfigError
+from ..settings import toml_key_line
 from .rules import Rule
 
+_TABLE = ("tool", "accel", "scan")
 _NO_FILE = Path("/nonexistent/accel-scan/pyproject.toml")
 _PYPROJECT: contextvars.ContextVar[Path | None] = contextvars.ContextVar("accel_scan_pyproject", default=None)
 
@@ -37,7 +39,7 @@ class ScanSettings(BaseSettings):
     """``[tool.accel.scan]``."""
 
     model_config = SettingsConfigDict(
-        pyproject_toml_table_header=("tool", "accel", "scan"),
+        pyproject_toml_table_header=_TABLE,
         extra="forbid",
     )
 
@@ -59,18 +61,6 @@ class ScanSettings(BaseSettings):
         return (init_settings, PyprojectTomlConfigSettingsSource(settings_cls, toml_file=path))
 
 
-def find_pyproject(start: Path) -> Path | None:
-    """The nearest ``pyproject.toml`` at or above ``start``."""
-    here = start.resolve()
-    if here.is_file():
-        here = here.parent
-    for folder in (here, *here.parents):
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def load_settings(pyproject: Path | None, **overrides: list[str]) -> ScanSettings:
     """Settings from ``pyproject`` (may be ``None``) with keyword overrides on top."""
     token = _PYPROJECT.set(pyproject)
@@ -79,7 +69,7 @@ def load_settings(pyproject: Path | None, **overrides: list[str]) -> ScanSetting
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        line = _key_line(pyproject, str(first["loc"][0])) if pyproject and first["loc"] else None
+        line = toml_key_line(pyproject, _TABLE, str(first["loc"][0])) if pyproject and first["loc"] else None
         location = f"{pyproject}:{line}" if line else str(pyproject)
         source = f"[tool.accel.scan] in {location}" if pyproject else "the command line"
         raise ConfigError(
@@ -89,18 +79,6 @@ def load_settings(pyproject: Path | None, **overrides: list[str]) -> ScanSetting
         raise ConfigError(f"{pyproject}: invalid TOML ({exc}); fix the file") from None
     finally:
         _PYPROJECT.reset(token)
-
-
-def _key_line(pyproject: Path, key: str) -> int | None:
-    """The line of ``key = ...`` under ``[tool.accel.scan]``, for error messages only."""
-    inside = False
-    for number, raw in enumerate(pyproject.read_text(encoding="utf-8").splitlines(), start=1):
-        line = raw.strip()
-        if line.startswith("["):
-            inside = line.replace(" ", "").replace('"', "") == "[tool.accel.scan]"
-        elif inside and line.split("=", 1)[0].strip().strip("\"'") == key:
-            return number
-    return None
 
 
 @dataclass(frozen=True)
