@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._labels import unique_labels
 from ..metrics import ENV_VAR as METRICS_ENV
 
 __all__ = ["BackendRun", "available_backends", "backend_env", "emulation_var", "run_backends"]
@@ -124,15 +125,6 @@ def available_backends() -> list[str]:
     return names[::-1]
 
 
-def _label(names: Sequence[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    labels = []
-    for name in names:
-        seen[name] = seen.get(name, 0) + 1
-        labels.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
-    return labels
-
-
 class _Follower:
     """Reads the complete JSON lines appended to a file since the last call."""
 
@@ -181,7 +173,7 @@ def run_backends(
     out_dir.mkdir(parents=True, exist_ok=True)
     script = Path(script)
     runs = []
-    for label, name in zip(_label(backends), backends, strict=True):
+    for label, name in zip(unique_labels(backends), backends, strict=True):
         safe = label.replace("#", "-")
         run = BackendRun(
             label,

@@ -40,6 +40,8 @@ from typing import Any, Literal
 
 import torch
 
+from .._labels import unique_labels
+
 __all__ = ["BackendResults", "assert_backends_match"]
 
 BackendResults = dict[str, Any]
@@ -264,7 +266,7 @@ def assert_backends_match(
         raise ValueError("assert_backends_match needs at least one backend")
     func, target = _resolve(fn)
     results: BackendResults = {}
-    for label, name in zip(_labels(names), names, strict=True):
+    for label, name in zip(unique_labels(names), names, strict=True):
         isolated = subprocess is True or (subprocess == "auto" and _needs_subprocess(name))
         if isolated:
             if target is None:
@@ -284,16 +286,6 @@ def assert_backends_match(
             why = why.replace("{got}", name).replace("{ref}", ref_name)
             raise AssertionError(f"backend {name!r} diverged from {ref_name!r} at {path}: {why}")
     return results
-
-
-def _labels(names: Sequence[str]) -> list[str]:
-    """Unique labels: a backend named twice is run twice (``cpu``, ``cpu#2``): a determinism check."""
-    seen: dict[str, int] = {}
-    out = []
-    for name in names:
-        seen[name] = seen.get(name, 0) + 1
-        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
-    return out
 
 
 def _default_backends() -> list[str]:
