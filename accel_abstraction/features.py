@@ -61,8 +61,7 @@ class Capabilities:
         """True if ``feature`` (a field name or an ``extras`` key) is supported."""
         if feature in self.extras:
             return bool(self.extras[feature])
-        names = {f.name for f in fields(self)} - {"extras", "compile_backend"}
-        if feature in names:
+        if feature in _FLAGS:
             return bool(getattr(self, feature))
         if feature == "compile":
             return self.compile_backend is not None
@@ -70,11 +69,14 @@ class Capabilities:
 
     def known_features(self) -> list[str]:
         """Every feature name :meth:`supports` understands."""
-        names = [f.name for f in fields(self) if f.name not in ("extras", "compile_backend")]
-        return names + ["compile"] + sorted(self.extras)
+        return [*_FLAGS, "compile", *sorted(self.extras)]
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready mapping (used by ``accel info --json``)."""
         data = asdict(self)
         data["extras"] = dict(self.extras)
         return data
+
+
+#: The boolean feature fields of :class:`Capabilities`, in declaration order.
+_FLAGS: tuple[str, ...] = tuple(f.name for f in fields(Capabilities) if f.name not in ("extras", "compile_backend"))
