@@ -65,6 +65,7 @@ class Backend:
     def __init__(self, settings: AccelSettings | None = None) -> None:
         self.settings = settings
         self._module: Any = None
+        self._caps: Capabilities | None = None  # what require() checks; capabilities() is fixed per process
         self._devices: dict[int | None, torch.device] = {}
         # Built on first use: a PrivateUse1 device type only parses once its backend is installed.
         self._default_device: torch.device | None = None
@@ -90,7 +91,10 @@ class Backend:
 
     def require(self, feature: str) -> None:
         """Raise :class:`CapabilityError` unless :meth:`capabilities` declares ``feature``."""
-        if not self.capabilities().supports(feature):
+        caps = self._caps
+        if caps is None:
+            caps = self._caps = self.capabilities()
+        if not caps.supports(feature):
             raise CapabilityError(self.name, feature)
 
     def activate(self) -> None:
