@@ -109,13 +109,6 @@ def selection() -> Selection:
     return _selection
 
 
-def settings() -> AccelSettings:
-    """The settings the current backend was selected with."""
-    current()
-    assert _settings is not None
-    return _settings
-
-
 @contextlib.contextmanager
 def using(name: str, **overrides: Any) -> Iterator[Backend]:
     """Select backend ``name`` inside a ``with`` block; the previous selection is restored after.
