@@ -4,7 +4,10 @@
 when called from user code (a script then takes its accelerator path, which is
 redirected); torch's own calls still get the real answers, so torch never enters a CUDA
 code path it cannot serve. ``torch.cuda.Stream`` / ``Event`` construct the backend's
-classes where ``capabilities()`` declares streams/events. Functions of ``torch.cuda`` the
+classes where ``capabilities()`` declares streams/events (events without them are timed on
+the host: :mod:`.timing`). ``empty_cache()`` on a backend without a cache is a no-op
+(reported as such). ``get_device_properties``/``get_device_capability`` are answered by
+:mod:`.device_info`. Functions of ``torch.cuda`` the
 interface has no equivalent for raise :class:`~accel_abstraction.redirect.errors.RedirectCapabilityError`
 from user code (unless the selected backend is CUDA itself, which serves them).
 """
@@ -17,9 +20,11 @@ from typing import Any
 
 import torch
 
+from .device_info import capability_of, properties_of
 from .devices import CUDA
 from .serve import NO_NEUTRAL, Server
 from .spec import Redirect
+from .timing import host_event_class
 
 __all__ = ["cuda_module_redirects"]
 
@@ -63,7 +68,7 @@ def _table(s: Server) -> dict[str, tuple[Callable[..., Any], str, str, Any]]:
         "reset_max_memory_allocated": (
             lambda device=None: b.reset_peak_memory_stats(idx(device)), "memory", "accel.reset_peak_memory_stats()", None,
         ),
-        "empty_cache": (lambda: b.empty_cache(), "memory", "accel.empty_cache()", None),
+        "empty_cache": (lambda: b.empty_cache(), "memory", "accel.empty_cache()", None),  # no-op without a cache
         "memory_stats": (lambda device=None: b.memory_stats(idx(device)), "memory", "accel.memory_stats()", dict),
         "mem_get_info": (lambda device=None: b.mem_get_info(idx(device)), "memory", "accel.mem_get_info()", no),
         # RNG
@@ -80,7 +85,16 @@ def _table(s: Server) -> dict[str, tuple[Callable[..., Any], str, str, Any]]:
         "set_rng_state_all": (lambda new_states: b.set_rng_state_all(new_states), "rng", "accel.set_rng_state_all(s)", no),
         # AMP support queries
         "is_bf16_supported": (lambda including_emulation=True: b.is_bf16_supported(), "amp", "accel.is_bf16_supported()", no),
+        # hardware description (see device_info)
+        "get_device_properties": (
+            lambda device=None: properties_of(b, idx(device)), "device", "accel.device_name() / accel.mem_get_info()",
+            lambda: properties_of(b, None, total_memory=0),
+        ),
+        "get_device_capability": (lambda device=None: capability_of(b), "device", "accel.is_bf16_supported()", no),
     }  # fmt: skip
+
+#: Functions whose neutral value is the right answer when the backend lacks the feature.
+_NOOPS = frozenset({"empty_cache"})
 
 
 def _class_redirect(s: Server, name: str, feature: str) -> Redirect:
@@ -89,6 +103,8 @@ def _class_redirect(s: Server, name: str, feature: str) -> Redirect:
     b = s.backend
     rec = s.recorder
     real: Any = getattr(b, name) if b.capabilities().supports(feature) else None
+    if real is None and name == "Event":
+        real = host_event_class(b)  # timing events served by the host clock
     rec.describe(api, "execution", f"accel.backend().{name}")
 
     class _Meta(type):
@@ -147,8 +163,8 @@ def cuda_module_redirects(s: Server) -> list[Redirect]:
         if original is None:
             continue
         api = f"torch.cuda.{name}"
-        out.append(Redirect(torch.cuda, name, s.function(api, original, impl, category, hint, neutral),
-                            category, api, hint, record=False))  # fmt: skip
+        replacement = s.function(api, original, impl, category, hint, neutral, noop=name in _NOOPS)
+        out.append(Redirect(torch.cuda, name, replacement, category, api, hint, record=False))
     out.append(_class_redirect(s, "Stream", "streams"))
     out.append(_class_redirect(s, "Event", "events"))
     out.append(_device_context(s))

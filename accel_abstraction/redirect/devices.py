@@ -3,7 +3,8 @@
 ``"cuda"``, ``"cuda:1"``, ``torch.device("cuda", 1)`` and, where torch reads an integer as
 a CUDA index, ``1`` are parsed as devices (``torch.device(...)``) and mapped to the same
 index of the selected backend (``backend.device(1)``), which checks the index against the
-backend's device count. Nothing is string-replaced: ``"cudagraph"``, ``"my_cuda.pt"`` or a
+backend's device count. On the cpu backend (one device, the host) every index maps to the
+CPU: the ranks of a multi-process job (``torchrun``'s ``LOCAL_RANK``) all share the host. Nothing is string-replaced: ``"cudagraph"``, ``"my_cuda.pt"`` or a
 ``"cpu"`` device pass through untouched, and a malformed string is left for torch to reject.
 """
 
@@ -30,6 +31,9 @@ class DeviceTranslator:
         self.backend = backend
         self.device_type = backend.device_type
         self._cache: dict[Any, Any] = {}
+        # The host CPU is one device shared by every rank of a job: any CUDA index maps to it
+        # (torchrun's LOCAL_RANK=1 selects "cuda:1"; DDP on CPU runs every rank on the host).
+        self._shared = backend.device_type == "cpu" and backend.device_count() == 1
 
     def _parse(self, arg: str | torch.device) -> Any:
         if isinstance(arg, str):
@@ -48,6 +52,8 @@ class DeviceTranslator:
         return result
 
     def _to_backend(self, index: int | None, original: Any) -> torch.device:
+        if self._shared and index is not None and index >= 0:
+            return self.backend.device()
         try:
             return self.backend.device(index)
         except DeviceIndexError as exc:

@@ -66,7 +66,7 @@ def write_json(data: dict[str, Any], path: str) -> None:
         fh.write(text)
 
 
-_STYLE = {"redirected": "green", "missing": "yellow", "failed": "bold red"}
+_STYLE = {"redirected": "green", "no-op": "cyan", "missing": "yellow", "failed": "bold red"}
 
 
 def print_table(sites: Sequence[Site], backend: str, allow_missing: bool, file: IO[str] | None = None) -> None:
@@ -95,5 +95,7 @@ def print_table(sites: Sequence[Site], backend: str, allow_missing: bool, file: 
         f"{len(sites)} call site{'s' * (len(sites) != 1)} in {files} file{'s' * (files != 1)}; "
         f"`accel port` rewrites them to the portable API."
     )
+    if any(s.status == "no-op" for s in sites):
+        console.print("[cyan]no-op[/]: the backend has nothing to do for it (no pinned memory, no cache); served as a no-op.")
     if any(s.status == "missing" for s in sites):
         console.print("[yellow]missing[/]: the backend keeps no such statistic; --allow-missing served 0 / {} / nothing.")

@@ -25,7 +25,8 @@ from ..errors import CapabilityError
 from ..interface import Backend
 from .devices import DeviceTranslator
 from .errors import RedirectCapabilityError
-from .sites import FAILED, MISSING, SiteRecorder
+from .sites import FAILED, MISSING, NOOP, SiteRecorder
+from .spec import Redirect
 
 __all__ = ["NO_NEUTRAL", "Server"]
 
@@ -87,8 +88,14 @@ class Server:
         category: str,
         hint: str = "",
         neutral: Any = NO_NEUTRAL,
+        noop: bool = False,
     ) -> Callable[..., Any]:
-        """The replacement for the CUDA function ``original`` (see the module docstring)."""
+        """The replacement for the CUDA function ``original`` (see the module docstring).
+
+        ``noop``: when the backend lacks the feature, ``neutral`` is the right answer even
+        without ``allow_missing`` (emptying a cache the backend does not keep); the site is
+        reported as ``no-op``.
+        """
         rec = self.recorder
         rec.describe(api, category, hint)
         internal, counts, classify = rec._internal, rec.counts, rec._classify
@@ -113,6 +120,9 @@ class Server:
             except RedirectCapabilityError:
                 raise
             except CapabilityError as exc:
+                if noop:
+                    rec.mark(key, NOOP)
+                    return neutral() if callable(neutral) else neutral
                 if neutral is not NO_NEUTRAL and server.allow_missing:
                     rec.mark(key, MISSING)
                     return neutral() if callable(neutral) else neutral
@@ -121,6 +131,19 @@ class Server:
         functools.update_wrapper(replacement, original)
         replacement.__accel_redirect__ = api  # type: ignore[attr-defined]
         return replacement
+
+    def redirects(
+        self, target: Any, prefix: str, impls: dict[str, Callable[..., Any]], category: str, hint: str
+    ) -> list[Redirect]:
+        """A :meth:`function` redirect of ``target.<name>`` for each ``name -> impl`` that ``target`` has."""
+        out = []
+        for name, impl in impls.items():
+            original = getattr(target, name, None)
+            if original is not None:
+                api = f"{prefix}.{name}"
+                fn = self.function(api, original, impl, category, hint)
+                out.append(Redirect(target, name, fn, category, api, hint, record=False))
+        return out
 
     def unsupported(self, api: str, original: Callable[..., Any], reason: str) -> Callable[..., Any]:
         """A replacement that raises :class:`RedirectCapabilityError` for user calls."""

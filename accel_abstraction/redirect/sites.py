@@ -30,8 +30,10 @@ __all__ = ["Site", "SiteRecorder"]
 
 _getframe = sys._getframe
 
-#: Status of a site: served by the backend, served a neutral value (``allow_missing``), or raised.
-REDIRECTED, MISSING, FAILED = "redirected", "missing", "failed"
+#: Status of a site: served by the backend, served as a no-op (the backend has nothing to do:
+#: pinning memory without pinned memory, emptying a cache it does not keep), served a
+#: neutral value (``allow_missing``), or raised.
+REDIRECTED, NOOP, MISSING, FAILED = "redirected", "no-op", "missing", "failed"
 
 # Generated code that is never the user's: FX graph modules, frozen importlib.
 _GENERATED_PREFIXES = ("<eval_with_key", "<frozen ")
@@ -141,7 +143,7 @@ class SiteRecorder:
         return key
 
     def mark(self, key: Key | None, status: str) -> None:
-        """Set the status of a counted site (``missing`` or ``failed``)."""
+        """Set the status of a counted site (``no-op``, ``missing`` or ``failed``)."""
         if key:
             self.status[key] = status
 
@@ -174,7 +176,7 @@ class SiteRecorder:
         return out
 
 
-_RANK = {REDIRECTED: 0, MISSING: 1, FAILED: 2}
+_RANK = {REDIRECTED: 0, NOOP: 1, MISSING: 2, FAILED: 3}
 
 
 def _line(code: CodeType, offset: int) -> int:

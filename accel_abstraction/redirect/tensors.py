@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from .serve import Server
+from .sites import NOOP
 from .spec import Redirect
 
 __all__ = ["FACTORIES", "tensor_redirects"]
@@ -162,4 +163,86 @@ def tensor_redirects(s: Server) -> list[Redirect]:
 
     functools.update_wrapper(torch_load, load)
     add(torch, "load", torch_load, "torch.load(map_location=cuda)", "map_location=accel.device()")
+    out.append(_pin_memory(s))
+    out.append(_is_cuda(s))
+    out.append(_generator(s))
     return out
+
+
+def _pin_memory(s: Server) -> Redirect:
+    """``Tensor.pin_memory()``: the backend's pinned copy, or the tensor itself where it has no pinned memory.
+
+    Pinning only speeds up host-to-device copies; on a backend without pinned memory
+    (cpu, the emulated neuron device) the tensor is returned as is, and the site is
+    reported as ``no-op``. ``x.pin_memory().to(device, non_blocking=True)`` then runs.
+    """
+    b = s.backend
+    rec = s.recorder
+    original = torch.Tensor.pin_memory
+    pinned = b.capabilities().supports("pinned_memory")
+    api, hint = "Tensor.pin_memory()", "accel.pin_memory(t) (guard: accel.capabilities().pinned_memory)"
+    rec.describe(api, "data", hint)
+
+    def pin_memory(self: Any, *args: Any, **kwargs: Any) -> Any:
+        key = rec.enter(api)
+        if key is None:
+            return original(self, *args, **kwargs)
+        if pinned:
+            return b.pin_memory(self)
+        rec.mark(key, NOOP)
+        return self
+
+    functools.update_wrapper(pin_memory, original)
+    return Redirect(torch.Tensor, "pin_memory", pin_memory, "data", api, hint, record=False)
+
+
+def _is_cuda(s: Server) -> Redirect:
+    """``Tensor.is_cuda``: True, for user code, on tensors on the backend's device.
+
+    Like ``torch.cuda.is_available()``, it answers for the backend the script runs on, so
+    a script's accelerator branch (``if x.is_cuda: ...``) is the one taken; torch's own
+    code reads the real attribute. On the cpu backend every CPU tensor is on the backend's device.
+    """
+    b = s.backend
+    rec = s.recorder
+    real = torch._C.TensorBase.is_cuda
+    device_type = b.device_type
+    api = "Tensor.is_cuda"
+    rec.describe(api, "device", "t.device.type == accel.device_type()")
+
+    def is_cuda(self: Any) -> bool:
+        if rec.enter(api) is None:
+            return real.__get__(self)  # type: ignore[no-any-return]
+        return self.device.type == device_type  # type: ignore[no-any-return]
+
+    prop = property(is_cuda, doc=real.__doc__)
+    return Redirect(torch.Tensor, "is_cuda", prop, "device", api, "t.device.type == accel.device_type()", record=False)
+
+
+class _GeneratorMeta(type):
+    real: Any = None
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, cls.real)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, cls.real)
+
+
+def _generator(s: Server) -> Redirect:
+    """``torch.Generator(device="cuda")``: a generator of the backend's device (``isinstance`` keeps working)."""
+    real = torch.Generator
+    translate = s.translator.translate
+    rec = s.recorder
+    api = 'torch.Generator(device="cuda")'
+    rec.describe(api, "rng", _HINT_DEVICE)
+
+    def __new__(cls: type, device: Any = "cpu") -> Any:  # noqa: N807
+        new = translate(device)
+        if new is not device:
+            rec.hit(api)
+        return real(new)
+
+    ns = {"__new__": __new__, "__doc__": real.__doc__, "__module__": "torch", "__qualname__": "Generator", "real": real}
+    cls = _GeneratorMeta("Generator", (), ns)
+    return Redirect(torch, "Generator", cls, "rng", api, _HINT_DEVICE, record=False)
