@@ -46,26 +46,36 @@ def capability_of(backend: Backend) -> tuple[int, int]:
     return (8, 0) if backend.is_bf16_supported() else (7, 0)
 
 
-def _processors(backend: Backend, index: int | None) -> int:
+def _native(backend: Backend, index: int | None) -> Any:
+    """The backend's own ``torch.<device>.get_device_properties(i)``, or None."""
     props = getattr(backend.module, "get_device_properties", None)
-    if props is not None:
-        try:
-            count = getattr(props(index or 0), "multi_processor_count", None)
-        except (RuntimeError, AttributeError, TypeError):
-            count = None
-        if isinstance(count, int) and count > 0:
-            return count
+    if props is None:
+        return None
+    try:
+        return props(index or 0)
+    except (RuntimeError, AttributeError, TypeError, ValueError):
+        return None
+
+
+def _processors(native: Any, backend: Backend) -> int:
+    count = getattr(native, "multi_processor_count", None)
+    if isinstance(count, int) and count > 0:
+        return count
     if backend.device_type == "cpu":
         return os.cpu_count() or 1
     return 1
 
 
 def properties_of(backend: Backend, index: int | None, total_memory: Any = None) -> DeviceProperties:
-    """The properties of ``backend``'s device ``index``; ``total_memory`` from ``mem_get_info`` unless given.
+    """The properties of ``backend``'s device ``index``.
 
-    Raises :class:`~accel_abstraction.errors.CapabilityError` when the backend cannot tell
-    its total memory and none is given.
+    ``total_memory``, unless given: the backend's own device properties' where it has them,
+    else ``mem_get_info``'s total. Raises :class:`~accel_abstraction.errors.CapabilityError`
+    when the backend can tell neither.
     """
+    native = _native(backend, index)
+    if total_memory is None:
+        total_memory = getattr(native, "total_memory", None)
     total = backend.mem_get_info(index)[1] if total_memory is None else int(total_memory)
     major, minor = capability_of(backend)
-    return DeviceProperties(backend.device_name(index), total, _processors(backend, index), major, minor)
+    return DeviceProperties(backend.device_name(index), total, _processors(native, backend), major, minor)

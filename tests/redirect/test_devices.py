@@ -35,7 +35,7 @@ def test_out_of_range_index_names_the_cuda_device() -> None:
         t.translate("cuda:3")
 
 
-def test_every_rank_shares_the_one_host_cpu() -> None:
+def test_every_rank_uses_the_one_device_of_a_single_device_backend() -> None:
     t = DeviceTranslator(CpuBackend())
     assert t.translate("cuda:3") == torch.device("cpu")  # torchrun's LOCAL_RANK=3 runs on the host
     assert t.index(1) is None
