@@ -7,7 +7,7 @@ whole message with ``accel --traceback run ...``), then one line with the innerm
 of the script (the call that failed, however deep in torch it failed), the operator
 named in the message if any, and the backend::
 
-    accel run: NotImplementedError at train.py:41 in forward (`out, h = self.lstm(x, h)`), inside torch
+    accel run: NotImplementedError at train.py:41 in forward (`out, h = self.lstm(x, h)`), inside torch,
       in aten::_thnn_fused_lstm_cell, on backend 'neuron': Could not run 'aten::_thnn_fused_lstm_cell' ...
 """
 
@@ -62,7 +62,7 @@ def print_script_failure(exc: BaseException, redirect: redirect_cuda, full: bool
     line = tb.tb_lineno
     source = linecache.getline(code.co_filename, line).strip()
     op = _OP.search(lines[0]) if lines else None
-    where = ", inside torch" + (f" in {op.group(1)}" if op else "") if inside else ""
+    where = (", inside torch" if inside else "") + (f", in {op.group(1)}" if op else "")
     first = lines[0] if lines else type(exc).__name__
     if len(first) > 200:
         first = first[:197] + "..."
