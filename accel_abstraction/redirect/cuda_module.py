@@ -96,6 +96,17 @@ def _table(s: Server) -> dict[str, tuple[Callable[..., Any], str, str, Any]]:
 #: Functions whose neutral value is the right answer when the backend lacks the feature.
 _NOOPS = frozenset({"empty_cache"})
 
+#: torch.cuda function -> the public API function that serves its call without arguments
+#: (bound to the backend's fastest callable: ``backend.hot_bindings()``).
+_FAST = {
+    "synchronize": "synchronize", "device_count": "device_count", "current_device": "current_device",
+    "memory_allocated": "memory_allocated", "max_memory_allocated": "max_memory_allocated",
+    "memory_reserved": "memory_reserved", "max_memory_reserved": "max_memory_reserved",
+    "memory_cached": "memory_reserved", "max_memory_cached": "max_memory_reserved",
+    "reset_peak_memory_stats": "reset_peak_memory_stats", "reset_max_memory_allocated": "reset_peak_memory_stats",
+    "memory_stats": "memory_stats", "initial_seed": "initial_seed", "get_rng_state": "get_rng_state",
+}  # fmt: skip
+
 
 def _class_redirect(s: Server, name: str, feature: str) -> Redirect:
     """``torch.cuda.Stream`` / ``Event``: construct the backend's class, or raise if it has none."""
@@ -158,12 +169,15 @@ def cuda_module_redirects(s: Server) -> list[Redirect]:
     """Every redirect of ``torch.cuda.*`` for the backend ``s`` serves."""
     out = []
     table = _table(s)
+    hot = dict(s.backend.hot_bindings())
     for name, (impl, category, hint, neutral) in table.items():
         original = getattr(torch.cuda, name, None)
         if original is None:
             continue
         api = f"torch.cuda.{name}"
-        replacement = s.function(api, original, impl, category, hint, neutral, noop=name in _NOOPS)
+        public = _FAST.get(name)
+        fast = (hot.get(public) or getattr(s.backend, public)) if public else None
+        replacement = s.function(api, original, impl, category, hint, neutral, noop=name in _NOOPS, fast=fast)
         out.append(Redirect(torch.cuda, name, replacement, category, api, hint, record=False))
     out.append(_class_redirect(s, "Stream", "streams"))
     out.append(_class_redirect(s, "Event", "events"))
