@@ -80,6 +80,10 @@ class Rule:
         names: qualified names this rule reports (plugin rules).
         matcher: callable reporting nodes (plugin rules), see the module docstring.
         precheck: substrings one of which a file must contain for this rule to fire.
+        examples: ``(source, ported)`` pairs the rule must report; ``ported`` is the line
+            ``accel port`` makes of the last line of ``source`` (``None``: reported, not
+            rewritten).  The first one is shown in the docs table.
+        counterexamples: sources the rule must not report (look-alikes).
     """
 
     code: str
@@ -90,6 +94,8 @@ class Rule:
     names: tuple[str, ...] = ()
     matcher: Matcher | None = field(default=None, compare=False)
     precheck: tuple[str, ...] = ()
+    examples: tuple[tuple[str, str | None], ...] = field(default=(), compare=False)
+    counterexamples: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if not _CODE_RE.match(self.code):
@@ -105,6 +111,7 @@ def _r(code: str, category: str, message: str, suggestion: str | None = None, po
 #: tests with one regular expression.
 BUILTIN_PRECHECK: tuple[str, ...] = (
     "cuda", "CUDA", "cudnn", "CUDNN", "nccl", "NCCL", "pin_memory", "GradScaler", "apex", "cupy", "nvtx",
+    "nvml", "_scaled_mm",
     '.cu"', ".cu'", ".cuh",
 )
 
@@ -160,6 +167,8 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     _r("ACC203", "manual", "CuPy", "torch operations on accel.device()", portable=False),
     _r("ACC204", "manual", "NVIDIA apex", "torch.amp / torch.optim equivalents", portable=False),
     _r("ACC205", "manual", "CUDA graphs", "guard with accel.capabilities().graphs", portable=False),
+    _r("ACC206", "manual", "CUDA toolkit or NVIDIA driver query", "ask accel.backend() / accel.capabilities()", portable=False),
+    _r("ACC207", "manual", "CUDA-only kernel or capability", "guard with accel.capabilities()", portable=False),
 )
 
 RULES_BY_CODE: dict[str, Rule] = {rule.code: rule for rule in BUILTIN_RULES}

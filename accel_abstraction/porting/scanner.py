@@ -16,93 +16,11 @@ from collections.abc import Callable
 
 from .aliases import AliasMap
 from .findings import FileResult, Finding, Fix
+from .mapping import CALLS, FLAGS, PACKAGES, lookup, package_row
 from .prefilter import BARE_DEVICE, hot_lines, might_couple, touches
 from .rules import BUILTIN_PRECHECK, RULES_BY_CODE, Rule
 
 # --------------------------------------------------------------------------- tables
-
-#: torch.cuda functions with a drop-in public replacement: qualified name -> (code, accel name).
-RENAMES: dict[str, tuple[str, str]] = {
-    "torch.cuda.is_available": ("ACC121", "accel.is_available"),
-    "torch.cuda.device_count": ("ACC122", "accel.device_count"),
-    "torch.cuda.current_device": ("ACC123", "accel.current_device"),
-    "torch.cuda.set_device": ("ACC123", "accel.set_device"),
-    "torch.cuda.is_bf16_supported": ("ACC124", "accel.is_bf16_supported"),
-    "torch.cuda.amp.autocast": ("ACC131", "accel.autocast"),
-    "torch.cuda.amp.GradScaler": ("ACC133", "accel.GradScaler"),
-    "torch.cuda.amp.grad_scaler.GradScaler": ("ACC133", "accel.GradScaler"),
-    "torch.cuda.manual_seed": ("ACC141", "accel.manual_seed"),
-    "torch.cuda.manual_seed_all": ("ACC141", "accel.manual_seed_all"),
-    "torch.cuda.get_rng_state": ("ACC141", "accel.get_rng_state"),
-    "torch.cuda.set_rng_state": ("ACC141", "accel.set_rng_state"),
-    "torch.cuda.random.manual_seed": ("ACC141", "accel.manual_seed"),
-    "torch.cuda.random.manual_seed_all": ("ACC141", "accel.manual_seed_all"),
-    "torch.cuda.memory_allocated": ("ACC151", "accel.memory_allocated"),
-    "torch.cuda.max_memory_allocated": ("ACC151", "accel.max_memory_allocated"),
-    "torch.cuda.memory_reserved": ("ACC151", "accel.memory_reserved"),
-    "torch.cuda.max_memory_reserved": ("ACC151", "accel.max_memory_reserved"),
-    "torch.cuda.reset_peak_memory_stats": ("ACC151", "accel.reset_peak_memory_stats"),
-    "torch.cuda.empty_cache": ("ACC151", "accel.empty_cache"),
-    "torch.cuda.memory_stats": ("ACC151", "accel.memory_stats"),
-    "torch.cuda.mem_get_info": ("ACC151", "accel.mem_get_info"),
-    "torch.cuda.seed": ("ACC141", "accel.seed"),
-    "torch.cuda.initial_seed": ("ACC141", "accel.initial_seed"),
-    "torch.cuda.get_rng_state_all": ("ACC141", "accel.get_rng_state_all"),
-    "torch.cuda.set_rng_state_all": ("ACC141", "accel.set_rng_state_all"),
-    "torch.cuda.get_device_name": ("ACC123", "accel.device_name"),
-    "torch.cuda.synchronize": ("ACC161", "accel.synchronize"),
-    "torch.cuda.Stream": ("ACC162", "accel.Stream"),
-    "torch.cuda.Event": ("ACC162", "accel.Event"),
-    "torch.cuda.current_stream": ("ACC162", "accel.current_stream"),
-    "torch.cuda.stream": ("ACC162", "accel.stream"),
-}
-
-#: torch.cuda names reported without an automatic rewrite: name or prefix -> (code, reason).
-MANUAL_CUDA: dict[str, tuple[str, str]] = {
-    "torch.cuda.get_device_properties": ("ACC125", "no portable equivalent; ask accel.capabilities()"),
-    "torch.cuda.get_device_capability": ("ACC125", "compute capability is CUDA-only; ask accel.capabilities()"),
-    "torch.cuda.get_arch_list": ("ACC125", "CUDA architectures have no portable equivalent"),
-    "torch.cuda.amp": ("ACC139", "use torch.amp with device_type=accel.device_type()"),
-    "torch.cuda.seed_all": ("ACC141", "no public accel equivalent yet"),
-    "torch.cuda.memory": ("ACC151", "no public accel equivalent for this statistic"),
-    "torch.cuda.memory_summary": ("ACC151", "no public accel equivalent"),
-    "torch.cuda.memory_cached": ("ACC151", "deprecated; use accel.memory_reserved()"),
-    "torch.cuda.max_memory_cached": ("ACC151", "deprecated; use accel.max_memory_reserved()"),
-    "torch.cuda.reset_max_memory_allocated": ("ACC151", "use accel.reset_peak_memory_stats()"),
-    "torch.cuda.set_per_process_memory_fraction": ("ACC151", "no portable equivalent"),
-    "torch.cuda.default_stream": ("ACC162", "no public accel equivalent"),
-    "torch.cuda.set_stream": ("ACC162", "use accel.stream(s) as a context manager"),
-    "torch.cuda.StreamContext": ("ACC162", "use accel.stream(s)"),
-    "torch.cuda.ExternalStream": ("ACC162", "external CUDA streams are CUDA-only"),
-    "torch.cuda.graphs": ("ACC205", "CUDA graphs are CUDA-only"),
-    "torch.cuda.graph": ("ACC205", "CUDA graphs are CUDA-only"),
-    "torch.cuda.CUDAGraph": ("ACC205", "CUDA graphs are CUDA-only"),
-    "torch.cuda.make_graphed_callables": ("ACC205", "CUDA graphs are CUDA-only"),
-    "torch.cuda.graph_pool_handle": ("ACC205", "CUDA graphs are CUDA-only"),
-    "torch.cuda.nvtx": ("ACC202", "use torch.profiler.record_function"),
-    "torch.utils.cpp_extension.CUDAExtension": ("ACC201", "CUDA kernels must be built per backend"),
-    "torch.utils.cpp_extension.CUDA_HOME": ("ACC201", "CUDA toolkit path"),
-    "torch.backends.cudnn": ("ACC189", "cuDNN setting has no portable equivalent"),
-    "torch.backends.cuda": ("ACC189", "CUDA backend setting has no portable equivalent"),
-    "torch.cuda": ("ACC129", "no portable equivalent"),
-}
-
-#: Backend flags set by assignment: qualified name -> (code, accel setter).
-FLAG_SETTERS: dict[str, tuple[str, str]] = {
-    "torch.backends.cudnn.deterministic": ("ACC181", "accel.set_deterministic"),
-    "torch.backends.cudnn.benchmark": ("ACC182", "accel.set_benchmark"),
-    "torch.backends.cuda.matmul.allow_tf32": ("ACC183", "accel.set_allow_tf32"),
-    "torch.backends.cudnn.allow_tf32": ("ACC183", "accel.set_allow_tf32"),
-}
-
-#: Imported packages that are inherently CUDA: top-level module -> (code, reason).
-MANUAL_PACKAGES: dict[str, tuple[str, str]] = {
-    "cupy": ("ACC203", "CuPy arrays live on CUDA devices"),
-    "apex": ("ACC204", "apex is NVIDIA-only; use torch.amp and torch.optim"),
-    "nvtx": ("ACC202", "use torch.profiler.record_function"),
-    "pycuda": ("ACC201", "PyCUDA kernels are CUDA-only"),
-    "numba.cuda": ("ACC201", "numba.cuda kernels are CUDA-only"),
-}
 
 AUTOCAST = {"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"}
 GRAD_SCALER = {"torch.amp.GradScaler", "torch.GradScaler", "torch.amp.grad_scaler.GradScaler"}
@@ -118,11 +36,13 @@ _RANK_NAME = re.compile(
     re.IGNORECASE,
 )
 _GUARD_ATTRS = {"type", "device_type", "name"}
+#: Qualified-name prefixes under which the mapping table may hold a manual row.
+_TABLE_ROOTS = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension.", "torch.version.cuda", "torch.profiler.ProfilerActivity.CUDA", "torch.autograd.profiler.emit_nvtx", "torch._scaled_mm")
 _SUPPRESS = re.compile(r"#\s*accel:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 
 # --------------------------------------------------------------------------- helpers
 
-_COUPLED_PREFIXES = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension", *MANUAL_PACKAGES)
+_COUPLED_PREFIXES = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension", *PACKAGES)
 
 
 def _coupled_module(qualname: str) -> bool:
@@ -359,8 +279,9 @@ class _Scan:
         for rule in self.plugin_matchers:
             self.plugin_match(rule, node)
         if q is not None:
-            if q in RENAMES:
-                code, target = RENAMES[q]
+            row = CALLS.get(q)
+            if row is not None:
+                code, target = row.code, row.replacement or ""
                 if code == "ACC131" and node.args:
                     self.report(func, code, "positional arguments differ from accel.autocast(dtype, enabled)")
                 else:
@@ -497,18 +418,15 @@ class _Scan:
 
     def reference(self, node: ast.AST, q: str) -> bool:
         """Report a resolved name used outside a call. Return True to descend."""
-        if q in RENAMES:
-            code, target = RENAMES[q]
-            self.report(node, code, None, "replace", target, suggestion=target)
+        row = CALLS.get(q)
+        if row is not None:
+            self.report(node, row.code, None, "replace", row.replacement or "", suggestion=row.replacement)
             return False
-        if q.startswith(("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension.")):
-            probe = q
-            while probe:
-                if probe in MANUAL_CUDA:
-                    code, reason = MANUAL_CUDA[probe]
-                    self.report(node, code, q, suggestion=reason)
-                    return False
-                probe = probe.rpartition(".")[0]
+        if q.startswith(_TABLE_ROOTS):
+            row = lookup(q)
+            if row is not None and row.kind == "manual":
+                self.report(node, row.code, q, suggestion=row.hint)
+                return False
         for rule, name in self.plugin_names:
             if q == name or q.startswith(name + "."):
                 self.report(node, rule.code, q, rule=rule, suggestion=rule.suggestion or "no portable equivalent")
@@ -556,15 +474,17 @@ class _Scan:
 
     def _flag_assign(self, target: ast.AST, value: ast.AST | None, stmt: ast.AST, single: bool) -> bool:
         q = self.aliases.qualname(target) if isinstance(target, ast.Attribute) else None
-        if q is not None and q in FLAG_SETTERS and value is not None:
-            code, setter = FLAG_SETTERS[q]
+        flag = FLAGS.get(q) if q is not None else None
+        if flag is not None and value is not None:
+            code, setter = flag.code, flag.replacement or ""
             if single:
                 self.report(target, code, None, "assign_call", setter, fix_node=stmt, suggestion=f"{setter}(...)")
             else:
                 self.report(target, code, "chained assignment")
             return True
         if q is not None and q.startswith(("torch.backends.cudnn.", "torch.backends.cuda.")):
-            self.report(target, "ACC189", q)
+            row = lookup(q)
+            self.report(target, "ACC189", q, suggestion=row.hint if row else None)
             return True
         name = _last_name(target)
         if name is not None and value is not None:
@@ -650,10 +570,9 @@ class _Scan:
         return False
 
     def manual_package(self, node: ast.AST, module: str) -> None:
-        for package, (code, reason) in MANUAL_PACKAGES.items():
-            if module == package or module.startswith(package + "."):
-                self.report(node, code, f"imports {module}", suggestion=reason)
-                return
+        row = package_row(module)
+        if row is not None:
+            self.report(node, row.code, f"imports {module}", suggestion=row.hint)
 
     def visit_function(self, node: ast.FunctionDef) -> bool:
         args = node.args

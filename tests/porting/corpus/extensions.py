@@ -9,3 +9,8 @@ build = BuildExtension
 kernels = load(name="kernels", sources=["kernels.cpp", "kernels.cu"])  # expect: ACC201
 arr = cp.asarray([1, 2, 3])
 model, opt = amp.initialize(None, None, opt_level="O1")
+
+import torch
+
+toolkit = torch.version.cuda  # expect: ACC206
+fp8 = torch._scaled_mm(arr, arr, scale_a=arr, scale_b=arr)  # expect: ACC207
