@@ -19,7 +19,7 @@ import libcst.helpers
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .findings import Finding, Fix
-from .scanner import scan_source
+from .scanner import TOO_DEEP, scan_source
 
 ACCEL_IMPORT = "import accel_abstraction as accel\n"
 
@@ -36,6 +36,8 @@ class PortResult:
     applied: list[Finding] = field(default_factory=list)
     manual: list[Finding] = field(default_factory=list)  # found but not portable
     error: str | None = None
+    written: bool = False  # set by apply.port_file when the file on disk was replaced
+    cleaned: list[str] = field(default_factory=list)  # leftover temporary files removed
 
     @property
     def changed(self) -> bool:
@@ -362,6 +364,13 @@ def port_source(
     Never returns output that fails to parse: on any doubt ``error`` is set and ``output``
     is the original text.
     """
+    try:
+        return _port(source, path, enabled, max_rounds)
+    except RecursionError:
+        return PortResult(path, source, source, error=f"{path}: {TOO_DEEP}")
+
+
+def _port(source: str, path: str, enabled: Callable[[str], bool] | None, max_rounds: int) -> PortResult:
     scanned = scan_source(source, path, enabled=enabled)
     result = PortResult(path, source, source)
     if scanned.error is not None:

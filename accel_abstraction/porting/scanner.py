@@ -58,6 +58,8 @@ _INTENTIONAL = ("accel_abstraction", "torch.accelerator")
 _TEXT_SINKS = frozenset({"print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "write"})
 _BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
 _ACCEL_WORDS = re.compile(r"cuda|gpu|accel", re.IGNORECASE)
+#: Why a file CPython parses can still not be analysed (180 nested calls, a deep literal).
+TOO_DEEP = "too deeply nested to analyse (RecursionError); this file is skipped, the others are not"
 _SUPPRESS = re.compile(r"#\s*accel:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 _COUPLED_PREFIXES = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension", *PACKAGES)
 
@@ -603,8 +605,12 @@ def scan_source(
         line = getattr(exc, "lineno", None)
         where = f"{path}:{line}" if line else path
         return FileResult(path, error=f"{where}: cannot parse: {getattr(exc, 'msg', exc)}")
-    scan = _Scan(source, path, tree, plugin_rules)
-    findings = scan.run()
+    except (RecursionError, MemoryError):
+        return FileResult(path, error=f"{path}: {TOO_DEEP}")
+    try:
+        findings = _Scan(source, path, tree, plugin_rules).run()
+    except RecursionError:
+        return FileResult(path, error=f"{path}: {TOO_DEEP}")
     quiet = suppressions(source)
     kept: list[Finding] = []
     seen: set[tuple[int, int, str]] = set()
