@@ -128,7 +128,7 @@ class DeviceChecks(Reporter):
             return True
         # Keep a string: rewrite only the leading "cuda" of the literal.
         if isinstance(node, ast.JoinedStr):
-            segment = ast.get_source_segment(self.source, node) or ""
+            segment = self.segment(node) or ""
             match = re.match(r"^([fFrR]{1,2})(['\"]{1,3})cuda", segment)
             if match is None:
                 self.report(node, "ACC103", "f-string")
@@ -137,7 +137,7 @@ class DeviceChecks(Reporter):
             self.report(node, "ACC103", None, "replace", text, suggestion="f\"{accel.device_type()}:...\"")
             return True
         assert literal is not None
-        segment = ast.get_source_segment(self.source, literal) or ""
+        segment = self.segment(literal) or ""
         match = _STRING_PREFIX.match(segment)
         if match is None or "\n" in segment:
             self.report(node, "ACC103", "string built at run time")
@@ -157,7 +157,7 @@ class DeviceChecks(Reporter):
             ):
                 if len(node.args) == 1 and not node.keywords:
                     # torch.device(0) / torch.device(local_rank) mean a CUDA device
-                    inner = ast.get_source_segment(self.source, dev)
+                    inner = self.segment(dev)
                     self.report(node, "ACC104", None, "replace", f"accel.device({inner})", suggestion=f"accel.device({inner})")
                 return
             before = len(self.findings)

@@ -100,18 +100,20 @@ class DeviceTest:
         self.branch = branch  # "body" when true means CUDA, "orelse" when false means CUDA
 
 
-def _quote(source: str, literal: ast.AST) -> str:
-    segment = ast.get_source_segment(source, literal) or '"'
-    return "'" if segment[:1] == "'" else '"'
+def _quote(segment: Segment, literal: ast.AST) -> str:
+    text = segment(literal) or '"'
+    return "'" if text[:1] == "'" else '"'
 
 
 Predicate = Callable[[ast.AST], bool]
+#: ``segment(node)``: the source text of a node, or ``None``.
+Segment = Callable[[ast.AST], "str | None"]
 
 
-def device_test(node: ast.AST, source: str, is_device_ish: Predicate, intentional: Predicate) -> DeviceTest | None:
+def device_test(node: ast.AST, segment: Segment, is_device_ish: Predicate, intentional: Predicate) -> DeviceTest | None:
     """``node`` as a device-type test (a comparison or a ``startswith`` call), or ``None``."""
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        return _compare(node, source, is_device_ish, intentional)
+        return _compare(node, segment, is_device_ish, intentional)
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
@@ -122,30 +124,30 @@ def device_test(node: ast.AST, source: str, is_device_ish: Predicate, intentiona
         and is_device_ish(node.func.value)
         and not intentional(node.func.value)
     ):
-        q = _quote(source, node.args[0])
-        subject = ast.get_source_segment(source, node.func.value)
+        q = _quote(segment, node.args[0])
+        subject = segment(node.func.value)
         text = f"not {subject}.startswith({q}cpu{q})" if subject else None
         return DeviceTest(node, text, "body")
     return None
 
 
-def find_device_tests(test: ast.AST, source: str, is_device_ish: Predicate, intentional: Predicate) -> Iterable[DeviceTest]:
+def find_device_tests(test: ast.AST, segment: Segment, is_device_ish: Predicate, intentional: Predicate) -> Iterable[DeviceTest]:
     """Every device-type test inside the expression ``test``."""
     for sub in ast.walk(test):
-        found = device_test(sub, source, is_device_ish, intentional)
+        found = device_test(sub, segment, is_device_ish, intentional)
         if found is not None:
             yield found
 
 
-def _compare(node: ast.Compare, source: str, is_device_ish: Predicate, intentional: Predicate) -> DeviceTest | None:
+def _compare(node: ast.Compare, segment: Segment, is_device_ish: Predicate, intentional: Predicate) -> DeviceTest | None:
     op = node.ops[0]
     left, right = node.left, node.comparators[0]
     if isinstance(op, (ast.In, ast.NotIn)) and str_value(left) == "cuda" and is_device_ish(right):
         # "cuda" in device  ->  "cpu" not in device
         if intentional(right):
             return None
-        q = _quote(source, left)
-        subject = ast.get_source_segment(source, right)
+        q = _quote(segment, left)
+        subject = segment(right)
         neg = "not in" if isinstance(op, ast.In) else "in"
         text = f"{q}cpu{q} {neg} {subject}" if subject else None
         return DeviceTest(node, text, "body" if isinstance(op, ast.In) else "orelse")
@@ -161,9 +163,9 @@ def _compare(node: ast.Compare, source: str, is_device_ish: Predicate, intention
         if not is_device_ish(other) or intentional(other):
             return None
         positive = isinstance(op, (ast.Eq, ast.In))
-        subject = ast.get_source_segment(source, other)
+        subject = segment(other)
         foldable = subject is not None and (value == "cuda" or members == ["cuda"])
-        q = _quote(source, literal if members is None else literal.elts[0])  # type: ignore[attr-defined]
+        q = _quote(segment, literal if members is None else literal.elts[0])  # type: ignore[attr-defined]
         text = f"{subject} {'!=' if positive else '=='} {q}cpu{q}" if foldable else None
         return DeviceTest(node, text, "body" if positive else "orelse")
     return None

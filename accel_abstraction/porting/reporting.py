@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import io
 
 from .findings import Finding, Fix
 from .rules import RULES_BY_CODE, Rule
@@ -18,6 +19,27 @@ class Reporter:
         self.findings: list[Finding] = []
         #: ids of nodes already reported by a check that looked at them from their parent
         self.done: set[int] = set()
+        self._raw_lines: list[str] | None = None  # split like the tokenizer does, for segment()
+
+    def segment(self, node: ast.AST) -> str | None:
+        """The source text of ``node`` (``ast.get_source_segment`` without splitting the file per call)."""
+        try:
+            line, end_line = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined,operator]
+            col, end_col = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        except AttributeError:
+            return None
+        if end_line is None or end_col is None:
+            return None
+        if self._raw_lines is None:
+            self._raw_lines = io.StringIO(self.source, newline="").readlines()
+        lines = self._raw_lines
+        if end_line >= len(lines):
+            return None
+        if line == end_line:
+            return lines[line].encode()[col:end_col].decode()
+        first = lines[line].encode()[col:].decode()
+        last = lines[end_line].encode()[:end_col].decode()
+        return first + "".join(lines[line + 1 : end_line]) + last
 
     def _col(self, lineno: int, col: int) -> int:
         line = self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""

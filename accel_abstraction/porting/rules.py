@@ -119,7 +119,8 @@ def _r(
 #: tests with one regular expression.
 BUILTIN_PRECHECK: tuple[str, ...] = (
     "cuda", "CUDA", "cudnn", "CUDNN", "nccl", "NCCL", "pin_memory", "GradScaler", "apex", "cupy", "nvtx",
-    "nvml", "_scaled_mm", "fused", "flops", "FLOPS", "nvidia-smi", "gencode", "generate-code", "arch=sm_",
+    "nvml", "_scaled_mm", "fused=True", '"fused"', "'fused'", "use_fused", "peak_flops", "flops_promised", "e12",
+    "nvidia-smi", "gencode", "generate-code", "arch=sm_",
     '.cu"', ".cu'", ".cuh",
 )
 

@@ -31,6 +31,7 @@ from .guards import (
     device_string_names,
     device_test,
     find_device_tests,
+    is_cuda_string,
     last_name,
     str_value,
 )
@@ -110,14 +111,10 @@ class _Scan(DeviceChecks):
         self.plugin_matchers = [r for r in plugin_rules if r.matcher is not None]
         self.parents: dict[int, ast.AST] = {}  # filled on demand by _parent, for .is_cuda only
         self.tree = tree
-        # Data flow, computed only when the text can need it, over the statements walked anyway.
-        self.string_names: frozenset[str] = frozenset()
-        self.device_args: frozenset[str] = frozenset()
-        if re.search(r"""['"]cuda""", source) is not None:
-            self.string_names = device_string_names(self._hot_nodes())
-            if any(DEVICE_NAME.search(n) is None for n in self.string_names):
-                self.device_args = device_positions(ast.walk(tree))  # rare: a CUDA string in an odd name
-        self.fused: set[int] = self._fused_choices(self._hot_nodes()) if "fused" in source else set()
+        # Data flow and context, computed on first need (most files never need them).
+        self._string_names: frozenset[str] | None = None
+        self._device_args: frozenset[str] | None = None
+        self._fused: set[int] | None = None
         self.duplicate_flags: dict[int, int] = self._duplicate_flags(tree) if source.count("allow_tf32") > 1 else {}
         self.guarded: list[tuple[int, int]] = []  # line ranges inside an accelerator guard
 
@@ -167,7 +164,29 @@ class _Scan(DeviceChecks):
         self.stack.extend(call.args)
         self.stack.extend(kw.value for kw in call.keywords)
 
-    # ---- pre-passes
+    # ---- pre-passes, on first need
+    @property
+    def string_names(self) -> frozenset[str]:
+        """Names assigned a CUDA device string in the statements this scan walks."""
+        if self._string_names is None:
+            has = re.search(r"""['"]cuda""", self.source) is not None
+            self._string_names = device_string_names(self._hot_nodes()) if has else frozenset()
+        return self._string_names
+
+    @property
+    def device_args(self) -> frozenset[str]:
+        """Names passed where a device goes, anywhere in the module."""
+        if self._device_args is None:
+            self._device_args = device_positions(ast.walk(self.tree))
+        return self._device_args
+
+    @property
+    def fused(self) -> set[int]:
+        """ids of nodes inside a value that chooses a fused kernel."""
+        if self._fused is None:
+            self._fused = self._fused_choices(self._hot_nodes()) if "fused" in self.source else set()
+        return self._fused
+
     def _hot_nodes(self) -> Iterator[ast.AST]:
         """Every node :meth:`run` can visit (statements away from hot lines are skipped)."""
         stack: list[ast.AST] = [self.tree]
@@ -244,7 +263,7 @@ class _Scan(DeviceChecks):
 
     def device_type_test(self, node: ast.AST) -> bool:
         """Report ``node`` if it is a device-type test; return whether it was."""
-        test = device_test(node, self.source, self._device_ish, self._intentional)
+        test = device_test(node, self.segment, self._device_ish, self._intentional)
         if test is None:
             return False
         if id(node) in self.fused:
@@ -258,7 +277,7 @@ class _Scan(DeviceChecks):
 
     def _accelerator_guard(self, test: ast.AST) -> bool:
         """Whether ``test`` decides between an accelerator and the CPU (for ``pin_memory``)."""
-        if any(find_device_tests(test, self.source, self._device_ish, self._intentional)):
+        if any(find_device_tests(test, self.segment, self._device_ish, self._intentional)):
             return True
         for sub in ast.walk(test):
             name = last_name(sub)
@@ -461,7 +480,7 @@ class _Scan(DeviceChecks):
             return True
         name = last_name(target)
         if name is not None and value is not None:
-            if DEVICE_NAME.search(name) or name in self.device_args:
+            if DEVICE_NAME.search(name) or (is_cuda_string(value) and name in self.device_args):
                 self.device_value(value, string_typed=True)
             elif _BACKEND_NAME.search(name):
                 self.backend_value(value)

@@ -53,6 +53,8 @@ CASES = [
     ("torch.backends.cuda.matmul.allow_tf32 = True  # matmul\ntorch.backends.cudnn.allow_tf32 = True  # cudnn\n",
      "accel.set_allow_tf32(True)  # matmul\n"),
     ("with torch.cuda.amp.autocast(use_amp):\n    pass\n", "with accel.autocast(enabled=use_amp):\n    pass\n"),
+    ("é = 'ü'; device = f'cuda:{rank}'; ok = 'cuda' in device\n",
+     "é = 'ü'; device = f'{accel.device_type()}:{rank}'; ok = 'cpu' not in device\n"),
 ]
 
 
