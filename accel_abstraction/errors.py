@@ -17,6 +17,7 @@ __all__ = [
     "CapabilityError",
     "ConfigError",
     "DeviceIndexError",
+    "MissingDependencyError",
     "PluginError",
     "UnknownBackendError",
     "did_you_mean",
@@ -31,6 +32,10 @@ def did_you_mean(value: str, choices: Iterable[str]) -> str:
 
 class AccelError(Exception):
     """Base class of every error accel-abstraction raises on purpose."""
+
+
+class MissingDependencyError(AccelError, ImportError):
+    """A package that this part of the library needs is not installed; the message says how to get it."""
 
 
 class ConfigError(AccelError, ValueError):

@@ -22,7 +22,12 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import torch
+from .requirements import missing
+
+try:
+    import torch
+except ModuleNotFoundError as _exc:
+    raise missing(_exc, "torch", "the accelerator runtime (accel.device(), accel info, the backends)") from None
 
 from .errors import AccelError, CapabilityError, DeviceIndexError
 from .features import Availability, Capabilities

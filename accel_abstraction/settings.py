@@ -19,13 +19,17 @@ the bad value came from, and the accepted values.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as the tomli distribution
+    import tomli as tomllib
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
