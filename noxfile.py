@@ -5,6 +5,9 @@
   there is no GPU). Arguments after ``--`` go to pytest: ``nox -s "tests(backend='cpu')" -- -k parity``.
 * ``matrix``: every backend leg in one environment, then one table of passed/failed/skipped.
 * ``lint`` (ruff), ``typecheck`` (mypy), ``bench`` (``benchmarks/*.py``), ``patches``.
+* ``notorch-3.10`` ... ``notorch-3.13``: the parts that need no torch (scanner, porter, their settings,
+  CLI, packaging) on every supported Python, in an environment without torch, as the pre-commit hook
+  installs it. torch 2.13's CPU wheel is on this machine for 3.11 only, so the torch suite runs there.
 
 Environments are plain ``venv`` ones filled by pip from ``requirements-dev.txt`` (which pins
 torch). They are reused between runs, and the install is skipped while the requirement and
@@ -187,6 +190,21 @@ def matrix(session: nox.Session) -> None:
     failed = [r["backend"] for r in rows if not r.get("note") and (r["failed"] or r["errors"])]
     if failed:
         session.error(f"tests failed on: {', '.join(map(str, failed))}")
+
+
+#: Interpreters the project supports (``requires-python``); each leg is skipped when not installed.
+SUPPORTED_PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
+#: Test paths that must pass without torch (tests needing torch there call ``pytest.importorskip``).
+TORCH_FREE_TESTS = ["tests/porting", "tests/test_packaging.py"]
+
+
+@nox.session(python=SUPPORTED_PYTHONS)
+def notorch(session: nox.Session) -> None:
+    """Scanner, porter, CLI and packaging on one Python, with torch absent (as `pip install .[port]` gives)."""
+    session.install("-e", ".[port]", "pytest>=8", "hypothesis>=6.100", "setuptools>=68", "wheel")
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is not None)"
+    session.run("python", "-c", probe, silent=True)  # fails the leg if torch slipped in
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *TORCH_FREE_TESTS, *session.posargs)
 
 
 @nox.session

@@ -89,6 +89,7 @@ def test_scan_runs_without_torch_and_the_runtime_commands_say_what_is_missing(tm
 
 @pytest.mark.slow
 def test_a_wheel_installed_elsewhere_carries_the_patch_series(tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="the series is listed and checked against the installed torch")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(REPO), "-w", str(tmp_path)],
         check=True,
