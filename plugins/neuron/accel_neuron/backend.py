@@ -68,6 +68,11 @@ class NeuronBackend(Backend):
         return self._native_availability()
 
     def _emulator_availability(self) -> Availability:
+        from .emulator.install import EMULATED_TORCH, unsupported_torch
+
+        reason = unsupported_torch()
+        if reason is not None:
+            return Availability.no(reason, hint=f"pip install 'torch=={EMULATED_TORCH[-1]}.*'")
         owner = torch._C._get_privateuse1_backend_name()
         if owner not in ("privateuseone", "neuron"):
             return Availability.no(
