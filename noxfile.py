@@ -192,6 +192,24 @@ def matrix(session: nox.Session) -> None:
         session.error(f"tests failed on: {', '.join(map(str, failed))}")
 
 
+@nox.session
+def torch_release(session: nox.Session) -> None:
+    """The suite against another torch release: ``nox -s torch_release -- 2.14.0 [pytest args]``.
+
+    Installs ``torch==VERSION`` (from the index: for 2.14 a multi-GB CUDA build) instead of the pin,
+    then the project, and runs the tests. On a release outside ``EMULATED_TORCH`` the emulated
+    neuron tests report the emulator's "checked against torch 2.13 only" error: that is the
+    expected answer until the emulator is checked against it.
+    """
+    if not session.posargs:
+        session.error("name the torch release: nox -s torch_release -- 2.14.0 [pytest args]")
+    version, *pytest_args = session.posargs
+    session.install(f"torch=={version}")
+    session.install("-e", ".[dev]", "-e", "plugins/cpu", "-e", "plugins/cuda", "-e", "plugins/neuron", "transformers", "expecttest")
+    session.run("python", "-c", "import torch; print('torch', torch.__version__)")
+    session.run("python", "-m", "pytest", "-q", *pytest_args)
+
+
 #: Interpreters the project supports (``requires-python``); each leg is skipped when not installed.
 SUPPORTED_PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 #: Test paths that must pass without torch (tests needing torch there call ``pytest.importorskip``).
