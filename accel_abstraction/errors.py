@@ -8,7 +8,6 @@ caller can catch one type. Messages say what was wrong, where the bad value came
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 __all__ = [
@@ -26,6 +25,8 @@ __all__ = [
 
 def did_you_mean(value: str, choices: Iterable[str]) -> str:
     """Return ``" Did you mean 'x'?"`` for the closest of ``choices``, or ``""``."""
+    import difflib  # only on the error path: keeps `import accel_abstraction` light
+
     close = difflib.get_close_matches(value.lower(), [c.lower() for c in choices], n=1, cutoff=0.5)
     return f" Did you mean '{close[0]}'?" if close else ""
 

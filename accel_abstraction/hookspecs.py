@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .commands import CommandSpec
     from .interface import Backend
     from .registry import BackendSpec
-    from .settings import AccelSettings
+    from .sections import CoreSettings
 
 PROJECT_NAME = "accel_abstraction"
 
@@ -61,7 +61,7 @@ def accel_register_backends(register: Callable[[BackendSpec], None]) -> None:
 
 
 @hookspec
-def accel_backend_selected(backend: Backend, settings: AccelSettings) -> None:
+def accel_backend_selected(backend: Backend, settings: CoreSettings) -> None:
     """React to the selection of ``backend``.
 
     Called once each time a backend becomes the selected one (at first use, on
