@@ -241,13 +241,18 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Run each benchmarks/*.py (they print ratios against the direct PyTorch calls)."""
-    scripts = sorted((ROOT / "benchmarks").glob("*.py"))
-    if not scripts:
-        session.skip("no benchmarks/*.py")
+    """Run every benchmarks/bench_*.py into benchmarks/results.json, then regenerate the README table.
+
+    Each benchmark takes under a minute by default (``--budget``); ``nox -s bench -- --threads 2``
+    passes arguments to all of them.
+    """
+    scripts = sorted((ROOT / "benchmarks").glob("bench_*.py"))
     install_dev(session)
+    results = ROOT / "benchmarks" / "results.json"
+    results.unlink(missing_ok=True)
     for script in scripts:
-        session.run("python", str(script.relative_to(ROOT)), *session.posargs)
+        session.run("python", str(script.relative_to(ROOT)), "--json", str(results), *session.posargs)
+    session.run("python", "benchmarks/readme_table.py")
 
 
 @nox.session
