@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from .rules import BUILTIN_RULES, CATEGORIES, Rule
     from .scanner import scan_source
 
-# Served on first use: the redirect reads only the mapping table, without libcst.
+# Served on first use: the redirect reads only the mapping table, and the codemod needs
+# libcst, which only the `port` extra installs (`accel scan` and the pre-commit hook run without it).
 __getattr__ = lazy_getattr(
     __name__,
     {

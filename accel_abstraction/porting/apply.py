@@ -13,10 +13,13 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .codemod import PortResult, port_source
 from .notebooks import PORT_REFUSAL
 from .runner import read_source
+
+if TYPE_CHECKING:
+    from .codemod import PortResult
 
 
 def unified_diff(result: PortResult) -> str:
@@ -70,6 +73,8 @@ def port_file(path: Path, enabled: Callable[[str], bool] | None = None, write: b
 
     Every failure comes back as ``error`` (the file is then unchanged on disk).
     """
+    from .codemod import PortResult, port_source  # needs libcst: the `port` extra, not `accel scan`
+
     if path.suffix == ".ipynb":
         return PortResult(str(path), "", "", error=f"{path}: {PORT_REFUSAL}")
     try:

@@ -15,7 +15,6 @@ from ..errors import ConfigError
 from ..settings import find_pyproject
 from . import report
 from .apply import port_file, unified_diff
-from .codemod import PortResult
 from .rules import BUILTIN_RULES, Rule
 from .runner import iter_python_files, load_plugin_rules, scan_paths, want_progress
 from .settings import Selection, build_selection, load_settings
@@ -127,6 +126,8 @@ def run_scan(args: argparse.Namespace) -> int:
 
 
 def run_port(args: argparse.Namespace) -> int:
+    from .codemod import PortResult  # needs libcst: the `port` extra, not `accel scan`
+
     files, _plugin_rules, selection = _prepare(args)
     write = args.write and not args.check
     changed = manual = 0

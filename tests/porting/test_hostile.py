@@ -104,14 +104,16 @@ def test_crash_on_one_file_is_summarised_and_leftover_temp_files_are_removed(
         (tree / name).write_text(COUPLED)
     leftover = tree / ".a.py.k3j2x9.accel-port"  # what a SIGKILL between write and replace leaves
     leftover.write_text("partial")
-    real = apply.port_source
+    from accel_abstraction.porting import codemod
+
+    real = codemod.port_source
 
     def flaky(source: str, path: str, *args: object) -> object:
         if path.endswith("b.py"):
             raise KeyError("boom")
         return real(source, path, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(apply, "port_source", flaky)
+    monkeypatch.setattr(codemod, "port_source", flaky)
     assert main(["port", "--write", "."]) == 1
     err = _err(capsys)
     assert "b.py: internal error KeyError" in err
