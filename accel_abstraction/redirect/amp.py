@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from ..porting.mapping import hint_for
 from .serve import Server
 from .spec import Redirect
 
@@ -117,7 +118,7 @@ def amp_redirects(s: Server) -> list[Redirect]:
         return torch.amp.custom_bwd(bwd, device_type=b.device_type)
 
     add(torch.cuda.amp, "custom_fwd", functools.wraps(torch.cuda.amp.custom_fwd)(custom_fwd),
-        "torch.cuda.amp.custom_fwd", 'torch.amp.custom_fwd(device_type=accel.device_type())')  # fmt: skip
+        "torch.cuda.amp.custom_fwd", hint_for("torch.cuda.amp.custom_fwd"))  # fmt: skip
     add(torch.cuda.amp, "custom_bwd", functools.wraps(torch.cuda.amp.custom_bwd)(custom_bwd),
-        "torch.cuda.amp.custom_bwd", 'torch.amp.custom_bwd(device_type=accel.device_type())')  # fmt: skip
+        "torch.cuda.amp.custom_bwd", hint_for("torch.cuda.amp.custom_bwd"))  # fmt: skip
     return out

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from ..porting.mapping import hint_for
 from .serve import Server
 from .spec import Redirect
 
@@ -46,17 +47,18 @@ def knob_redirects(s: Server) -> list[Redirect]:
     b = s.backend
     rec = s.recorder
     cls = type(torch.backends.cudnn)
-    knobs: dict[str, tuple[Callable[[bool], None], str]] = {
-        "deterministic": (lambda flag: b.set_deterministic(flag, True), "accel.set_deterministic(flag)"),
-        "benchmark": (b.set_benchmark, "accel.set_benchmark(flag)"),
-        "allow_tf32": (b.set_allow_tf32, "accel.set_allow_tf32(flag)"),
+    knobs: dict[str, Callable[[bool], None]] = {
+        "deterministic": lambda flag: b.set_deterministic(flag, True),
+        "benchmark": b.set_benchmark,
+        "allow_tf32": b.set_allow_tf32,
     }
     out = []
-    for name, (apply, hint) in knobs.items():
+    for name, apply in knobs.items():
         original = vars(cls).get(name)
         if original is None or not hasattr(original, "__set__"):
             continue
         api = f"torch.backends.cudnn.{name}"
+        hint = hint_for(api)
         rec.describe(api, "knobs", hint)
         out.append(Redirect(cls, name, _Flag(original, api, apply, rec.hit), "knobs", api, hint, record=False))
     out.append(_matmul_tf32(s))
