@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from ..porting.mapping import hint_for
 from .device_info import capability_of, properties_of
 from .devices import CUDA
+from .hints import port_hint
 from .serve import NO_NEUTRAL, Server
 from .spec import Redirect
 from .timing import host_event_class
@@ -116,7 +116,7 @@ def _class_redirect(s: Server, name: str, feature: str) -> Redirect:
     real: Any = getattr(b, name) if b.capabilities().supports(feature) else None
     if real is None and name == "Event":
         real = host_event_class(b)  # timing events served by the host clock
-    rec.describe(api, "execution", hint_for(api))
+    rec.describe(api, "execution", port_hint(api))
 
     class _Meta(type):
         def __instancecheck__(cls, obj: Any) -> bool:
@@ -133,7 +133,7 @@ def _class_redirect(s: Server, name: str, feature: str) -> Redirect:
 
     cls = _Meta(name, (), {"__new__": __new__, "__doc__": f"{api}, redirected to backend {b.name!r}.",
                            "__module__": "torch.cuda", "__qualname__": name})  # fmt: skip
-    return Redirect(torch.cuda, name, cls, "execution", api, hint_for(api), record=False)
+    return Redirect(torch.cuda, name, cls, "execution", api, port_hint(api), record=False)
 
 
 def _device_context(s: Server) -> Redirect:
@@ -141,7 +141,7 @@ def _device_context(s: Server) -> Redirect:
     api = "torch.cuda.device"
     b = s.backend
     rec = s.recorder
-    rec.describe(api, "device", hint_for(api))
+    rec.describe(api, "device", port_hint(api))
 
     class device:  # noqa: N801 - mirrors torch.cuda.device
         __doc__ = f"{api}, redirected to backend {b.name!r}: selects a device of that backend inside the block."
@@ -162,7 +162,7 @@ def _device_context(s: Server) -> Redirect:
             if self.prev is not None:
                 b.set_device(self.prev)
 
-    return Redirect(torch.cuda, "device", device, "device", api, hint_for(api), record=False)
+    return Redirect(torch.cuda, "device", device, "device", api, port_hint(api), record=False)
 
 
 def cuda_module_redirects(s: Server) -> list[Redirect]:
@@ -175,7 +175,7 @@ def cuda_module_redirects(s: Server) -> list[Redirect]:
         if original is None:
             continue
         api = f"torch.cuda.{name}"
-        hint = hint_for(api)
+        hint = port_hint(api)
         public = _FAST.get(name)
         fast = (hot.get(public) or getattr(s.backend, public)) if public else None
         replacement = s.function(api, original, impl, category, hint, neutral, noop=name in _NOOPS, fast=fast)
@@ -189,7 +189,8 @@ def cuda_module_redirects(s: Server) -> list[Redirect]:
             if name in table or name in _LEFT_ALONE or not inspect.isfunction(fn):
                 continue
             api = f"torch.cuda.{name}"
-            out.append(Redirect(torch.cuda, name, s.unsupported(api, fn, hint_for(api)), "unsupported", api, record=False))
+            hint = port_hint(api)
+            out.append(Redirect(torch.cuda, name, s.unsupported(api, fn, hint), "unsupported", api, hint, record=False))
     return out
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from .hints import port_hint
 from .serve import Server
 from .sites import NOOP
 from .spec import Redirect
@@ -26,7 +27,8 @@ def data_redirects(s: Server) -> list[Redirect]:
     rec = s.recorder
     pinned = b.capabilities().supports("pinned_memory")
     original = DataLoader.__init__
-    api, hint = "DataLoader(pin_memory=True)", "pin_memory=accel.capabilities().pinned_memory"
+    api = "DataLoader(pin_memory=True)"
+    hint = port_hint(api)
     rec.describe(api, "data", hint)
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:  # noqa: N807

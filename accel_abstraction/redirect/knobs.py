@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ..porting.mapping import hint_for
+from .hints import port_hint
 from .serve import Server
 from .spec import Redirect
 
@@ -58,7 +58,7 @@ def knob_redirects(s: Server) -> list[Redirect]:
         if original is None or not hasattr(original, "__set__"):
             continue
         api = f"torch.backends.cudnn.{name}"
-        hint = hint_for(api)
+        hint = port_hint(api)
         rec.describe(api, "knobs", hint)
         out.append(Redirect(cls, name, _Flag(original, api, apply, rec.hit), "knobs", api, hint, record=False))
     out.append(_matmul_tf32(s))
@@ -72,7 +72,8 @@ def _matmul_tf32(s: Server) -> Redirect:
     rec = s.recorder
     cls = type(torch.backends.cuda.matmul)
     original = cls.__setattr__
-    api, hint = "torch.backends.cuda.matmul.allow_tf32", "accel.set_allow_tf32(flag)"
+    api = "torch.backends.cuda.matmul.allow_tf32"
+    hint = port_hint(api)
     rec.describe(api, "knobs", hint)
 
     def __setattr__(self: Any, name: str, value: Any) -> None:  # noqa: N807
@@ -92,4 +93,4 @@ _SDP = ("sdp_kernel", "enable_flash_sdp", "enable_mem_efficient_sdp", "enable_ma
 
 def _sdp(s: Server) -> list[Redirect]:
     impls = {name: getattr(torch.backends.cuda, name) for name in _SDP if hasattr(torch.backends.cuda, name)}
-    return s.redirects(torch.backends.cuda, "torch.backends.cuda", impls, "knobs", "torch.nn.attention.sdpa_kernel(...)")
+    return s.redirects(torch.backends.cuda, "torch.backends.cuda", impls, "knobs", port_hint("torch.backends.cuda.sdp_kernel"))

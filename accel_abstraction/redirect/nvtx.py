@@ -22,12 +22,12 @@ from typing import Any
 
 import torch
 
+from .hints import port_hint
 from .serve import Server
 from .spec import Redirect
 
 __all__ = ["nvtx_redirects"]
 
-_HINT = "torch.profiler.record_function(msg)"
 
 
 _profiling = torch._C._autograd._profiler_enabled
@@ -95,4 +95,4 @@ def nvtx_redirects(s: Server) -> list[Redirect]:
 
     impls = {"range_push": range_push, "range_pop": range_pop, "range_start": range_start,
              "range_end": range_end, "mark": mark, "range": nvtx_range}  # fmt: skip
-    return s.redirects(nvtx, "torch.cuda.nvtx", impls, "profiling", _HINT)
+    return s.redirects(nvtx, "torch.cuda.nvtx", impls, "profiling", port_hint("torch.cuda.nvtx"))

@@ -160,10 +160,10 @@ class Server:
         return out
 
     def unsupported(self, api: str, original: Callable[..., Any], reason: str) -> Callable[..., Any]:
-        """A replacement that raises :class:`RedirectCapabilityError` for user calls."""
+        """A replacement that raises :class:`RedirectCapabilityError` for user calls; ``reason``: the table's hint."""
 
         rec = self.recorder
-        rec.describe(api, "unsupported", "no portable equivalent: guard or remove it")
+        rec.describe(api, "unsupported", reason)
         enter = rec.enter
         todo = "the backend interface has no equivalent of it; remove or guard this call"
 
