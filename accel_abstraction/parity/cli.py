@@ -57,6 +57,12 @@ def _add_options(p: argparse.ArgumentParser, defaults: bool = True) -> None:
         help="run each leg under the runtime redirect (accel run): for unported CUDA scripts",
     )
     p.add_argument(
+        "--allow-missing",
+        action="store_true",
+        default=d(False),
+        help="with --redirect: serve memory statistics a backend does not keep as 0 (accel run --allow-missing)",
+    )
+    p.add_argument(
         "--record",
         type=Path,
         default=d(None),
@@ -199,6 +205,10 @@ def run(args: argparse.Namespace) -> int:
     out: Path = args.out
     _check_folder(out, "--out")
     _check_record(args.record)
+    if args.allow_missing and not args.redirect:
+        raise ConfigError(
+            "--allow-missing only applies with --redirect (it is an option of the runtime redirect)"
+        )
     if args.reference_run is not None and args.reference is None:
         raise ConfigError("--reference-run needs --reference FILE")
     reference = load_reference(args.reference, args.reference_run) if args.reference is not None else None
@@ -213,9 +223,9 @@ def run(args: argparse.Namespace) -> int:
     if not console.is_terminal:
         console = Console(width=max(console.width, 130))  # a log file or CI: keep the table readable
     mode = " (redirected)" if args.redirect else ""
+    command = " ".join([script, *script_args])
     console.print(
-        f"accel parity: {escape(script)} {escape(' '.join(script_args))} on {', '.join(backends)}{mode} -> {out}/",
-        highlight=False,
+        f"accel parity: {escape(command)} on {', '.join(backends)}{mode} -> {out}/", highlight=False
     )
     before: list[str] = []
     if reference is not None:
@@ -235,6 +245,7 @@ def run(args: argparse.Namespace) -> int:
         metric=metric,
         pattern=pattern,
         redirect=args.redirect,
+        allow_missing=args.allow_missing,
     )
     if reference is not None:
         runs = [reference.run, *runs]

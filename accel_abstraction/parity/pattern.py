@@ -4,7 +4,9 @@ For scripts that do not call ``accel.log_metric`` (an unmodified script from els
 each line of the run's output (stdout and stderr, split at ``\\n`` and ``\\r`` so progress
 bars count too) is searched with the pattern; a match gives one record, ``step`` from the
 group ``step`` and one value per other named group. The first metric group is the one
-compared (``loss`` above); all are recorded.
+compared (``loss`` above); all are recorded. A group named ``step_time`` (seconds) or
+``step_time_ms`` (milliseconds, also recorded as ``step_time`` in seconds) gives the step
+times of the table.
 """
 
 from __future__ import annotations
@@ -73,5 +75,8 @@ class MetricPattern:
                     record[name] = float(raw.rstrip(",;"))
                 except ValueError:
                     record["error"] = f"{name} {raw!r} is not a number in {line.strip()!r}"
+                    continue
+                if name == "step_time_ms":
+                    record["step_time"] = record[name] / 1000
             out.append(record)
         return out

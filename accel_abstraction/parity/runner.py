@@ -205,11 +205,13 @@ def run_backends(
     metric: str = "loss",
     pattern: MetricPattern | None = None,
     redirect: bool = False,
+    allow_missing: bool = False,
 ) -> list[BackendRun]:
     """Run ``script`` once per backend (sequentially, so timings do not compete); return the runs.
 
     ``pattern``: read the metrics from the script's output (``metric`` is then its compared
-    group); ``redirect``: run each leg under the runtime redirect (``accel run``).
+    group); ``redirect``: run each leg under the runtime redirect (``accel run``, with
+    ``--allow-missing`` if ``allow_missing``).
     """
     from rich.console import Console
     from rich.markup import escape
@@ -251,7 +253,7 @@ def run_backends(
                 bar.update(task, status=f"[red]{escape(run.error)}")
                 continue
             bar.update(task, total=expected, status="starting")
-            _run_one(run, script, script_args, bar, task, timeout, metric, pattern)
+            _run_one(run, script, script_args, bar, task, timeout, metric, pattern, allow_missing)
             if run.ok and expected is None:
                 expected = len(run.records)  # later runs of the same script: a known total
     return runs
@@ -266,6 +268,7 @@ def _run_one(
     timeout: float | None,
     metric: str,
     pattern: MetricPattern | None,
+    allow_missing: bool = False,
 ) -> None:
     metrics = Path(run.metrics_path)
     metrics.unlink(missing_ok=True)  # log_metric appends
@@ -274,7 +277,8 @@ def _run_one(
     output = _Follower(Path(run.log_path))
     if run.redirect_report:
         Path(run.redirect_report).unlink(missing_ok=True)
-        command = [sys.executable, "-m", "accel_abstraction.parity.leg", run.redirect_report, str(script)]
+        leg = [sys.executable, "-m", "accel_abstraction.parity.leg", run.redirect_report]
+        command = [*leg, *(["--allow-missing"] if allow_missing else []), str(script)]
     else:
         command = [sys.executable, str(script)]
     start = time.perf_counter()

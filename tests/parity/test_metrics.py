@@ -49,7 +49,9 @@ def test_rejects_values_it_cannot_write(tmp_path: Path, monkeypatch: pytest.Monk
         accel.log_metric(step=0, loss=[1.0])
 
 
-def test_settings_are_declared_once_per_call_and_take_dtypes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_settings_are_declared_once_per_call_and_take_dtypes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "m.jsonl"
     monkeypatch.setenv("ACCEL_METRICS_FILE", str(path))
     accel.log_settings(seed=0, amp_dtype=torch.bfloat16, steps=3)
