@@ -67,7 +67,10 @@ def test_record_pointing_at_a_folder(tmp_path: Path, capsys: pytest.CaptureFixtu
             "has no run 'tpu' (runs: cpu)",
         ),
         ('{"schema_version": 2, "runs": [{"label": "cpu", "error": "boom"}]}', "its run 'cpu' failed (boom)"),
-        ('{"schema_version": 2, "runs": [{"label": "cpu", "records": []}]}', "its run 'cpu' has no 'loss' values"),
+        (
+            '{"schema_version": 2, "runs": [{"label": "cpu", "records": []}]}',
+            "its run 'cpu' has no 'loss' values",
+        ),
     ],
 )
 def test_unusable_reference(
