@@ -69,7 +69,7 @@ def build_table(result: ParityResult, runs: Sequence[BackendRun]) -> Table:
         if not c.ok:
             table.add_row(_escape(name), *["-"] * 8, f"[red]failed: {_escape(c.error)}")
             continue
-        is_ref = c.label == c.reference
+        is_ref = c.label == c.reference or bool(c.error)  # nothing was compared: no diff columns
         if c.passed:
             verdict = f"[green]{_escape(c.verdict)}"
         else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ import accel_abstraction as accel
 from accel_abstraction.parity.compare import compare_runs
 from accel_abstraction.parity.reference import load_reference
 
-from .conftest import TINY, parity
+from .conftest import REPO, TINY, parity
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +105,14 @@ def test_mismatched_settings_are_reported_before_comparing(
         assert 0 <= text.index(line) < table
     assert "cpu: stopped early: logged steps 0..3 (4), the reference steps 0..5 (6)" in text
     assert len(json.loads((out / "parity.json").read_text())["settings_mismatches"]) == 4
+
+
+def test_committed_cpu_recording_of_the_example_is_usable() -> None:
+    ref = load_reference(REPO / "examples" / "parity-reference-cpu.json")
+    doc = ref.document
+    assert doc["script"] == "examples/train.py" and doc["script_args"] == []
+    assert ref.run.label == "cpu (recorded)" and ref.run.facts["backend"] == "cpu"
+    assert ref.run.settings["steps"] == 80 and ref.run.settings["amp_dtype"] is None
+    losses = [v for _, v in sorted(ref.run.series("loss").items())]
+    assert len(losses) == 80 and all(math.isfinite(v) for v in losses)
+    assert losses[-1] < 0.5 * losses[0]  # a training run: the loss falls to under half
