@@ -172,16 +172,20 @@ def compare_runs(
                 continue
             if c.first_diverging_step is None:
                 c.first_diverging_step = step
-            diff = abs(a - b) if math.isfinite(a) and math.isfinite(b) else math.inf
+            finite = math.isfinite(a) and math.isfinite(b)
+            diff = abs(a - b) if finite else math.inf
             max_abs = max(max_abs, diff)
-            max_rel = max(max_rel, diff / abs(b) if b != 0 else math.inf)
+            max_rel = max(max_rel, diff / abs(b) if finite and b != 0 else math.inf)
             bound = atol + rtol * abs(b)
-            if c.first_exceeding_step is None and not diff <= bound:
+            if c.first_exceeding_step is None and not (finite and diff <= bound):
                 c.first_exceeding_step = step
-                c.problems.append(
-                    f"diverged at step {step}: {metric} {a!r} vs reference {b!r} "
-                    f"(|diff| {diff:.3g} > {bound:.3g} = atol {atol:g} + rtol {rtol:g} * |reference|)"
+                why = (
+                    f"|diff| {diff:.3g} > {bound:.3g} = atol {atol:g} + rtol {rtol:g} * |reference|"
+                    if finite
+                    else "NaN/inf never match a different value"
                 )
+                if step != c.first_nonfinite_step or allow_nonfinite:  # else said above already
+                    c.problems.append(f"diverged at step {step}: {metric} {a!r} vs reference {b!r} ({why})")
                 c.verdict = c.verdict or f"diverged at step {step}"
         c.max_abs_diff, c.max_rel_diff = max_abs, max_rel
         c.bitwise = c.first_diverging_step is None and not c.missing_steps

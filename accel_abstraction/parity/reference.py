@@ -192,7 +192,10 @@ def settings_mismatches(
         ("redirect", "--redirect"),
     ]:
         if key in doc and doc[key] != now.get(key):
-            out.append(f"{what}: reference {_short(doc[key])}, now {_short(now.get(key))}")
+            a, b = doc[key], now.get(key)
+            if key == "script_sha256":
+                a, b = f"{str(a)[:12]}...", f"{str(b)[:12]}..."
+            out.append(f"{what}: reference {_short(a)}, now {_short(b)}")
     metric = str(doc.get("metric", "loss"))
     ref_steps = len(ref.series(metric))
     for run in runs:
@@ -214,4 +217,4 @@ def settings_mismatches(
 
 def _short(value: Any) -> str:
     text = json.dumps(value) if not isinstance(value, str) else value
-    return text if len(text) <= 24 else text[:12] + "..." + text[-8:]
+    return text if len(text) <= 60 else text[:40] + "..." + text[-16:]

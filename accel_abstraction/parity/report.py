@@ -49,8 +49,8 @@ def build_table(result: ParityResult, runs: Sequence[BackendRun]) -> Table:
         notes.append("* emulated on the CPU")
     if cross:
         notes.append(
-            "x-machine: median step time / the recorded reference's, measured on another machine "
-            "at another time (hardware, load and versions differ): a cross-machine ratio, not a benchmark"
+            "x-machine: median step time / the recorded reference's, which was measured where and when "
+            "it was recorded (another machine, load and versions): a cross-machine ratio, not a benchmark"
         )
     table = Table(
         title=f"Parity of {result.metric!r} per step ({tol}), reference {result.comparisons[0].reference!r}",
