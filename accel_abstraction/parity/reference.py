@@ -195,6 +195,14 @@ def settings_mismatches(
             a, b = doc[key], now.get(key)
             if key == "script_sha256":
                 a, b = f"{str(a)[:12]}...", f"{str(b)[:12]}..."
+            elif (
+                key == "script_args"
+                and isinstance(a, list)
+                and isinstance(b, list)
+                and len(json.dumps(a + b)) > 60
+            ):
+                out.append(f"{what}: {_args_diff(a, b)}")  # long lists: what differs, not both in full
+                continue
             out.append(f"{what}: reference {_short(a)}, now {_short(b)}")
     metric = str(doc.get("metric", "loss"))
     ref_steps = len(ref.series(metric))
@@ -213,6 +221,14 @@ def settings_mismatches(
             if a is not None and b is not None and a != b:
                 out.append(f"{run.label}: {key} {b}, the reference {a}")
     return out
+
+
+def _args_diff(ref: list[Any], now: list[Any]) -> str:
+    gone = [a for a in ref if a not in now]
+    new = [a for a in now if a not in ref]
+    if not gone and not new:
+        return f"the same arguments in another order: reference {json.dumps(ref)}, now {json.dumps(now)}"
+    return f"only in the reference {json.dumps(gone)}, only now {json.dumps(new)}"
 
 
 def _short(value: Any) -> str:

@@ -15,7 +15,7 @@ import torch
 
 import accel_abstraction as accel
 from accel_abstraction.parity.compare import compare_runs
-from accel_abstraction.parity.reference import load_reference
+from accel_abstraction.parity.reference import load_reference, settings_mismatches
 
 from .conftest import REPO, TINY, parity
 
@@ -116,3 +116,17 @@ def test_committed_cpu_recording_of_the_example_is_usable() -> None:
     losses = [v for _, v in sorted(ref.run.series("loss").items())]
     assert len(losses) == 80 and all(math.isfinite(v) for v in losses)
     assert losses[-1] < 0.5 * losses[0]  # a training run: the loss falls to under half
+
+
+def test_long_argument_lists_are_reported_by_what_differs(tmp_path: Path) -> None:
+    args = ["config/train_shakespeare_char.py", "--compile=False", "--max_iters=10", "--eval_iters=1"]
+    doc = {
+        "schema_version": 2,
+        "script_args": [*args, "--device=cpu"],
+        "runs": [{"label": "cpu", "records": [{"step": 0, "loss": 1.0}]}],
+    }
+    (tmp_path / "ref.json").write_text(json.dumps(doc))
+    ref = load_reference(tmp_path / "ref.json")
+    assert settings_mismatches(ref, {"script_args": [*args, "--dtype=float32"]}) == [
+        'script arguments: only in the reference ["--device=cpu"], only now ["--dtype=float32"]'
+    ]
