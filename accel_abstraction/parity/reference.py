@@ -64,10 +64,14 @@ def file_sha256(path: str | Path) -> str:
 
 def host_facts() -> dict[str, Any]:
     """The machine the runs were made on (no host name): platform, CPU model and count, versions."""
-    import torch
-
     from .. import __version__
 
+    try:
+        import torch
+
+        torch_version: str | None = torch.__version__
+    except ImportError:  # the core installs without torch; then no run could have used it
+        torch_version = None
     cpu = platform.processor()
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
@@ -81,7 +85,7 @@ def host_facts() -> dict[str, Any]:
         "cpu": cpu,
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
-        "torch": torch.__version__,
+        "torch": torch_version,
         "accel": __version__,
     }
 
