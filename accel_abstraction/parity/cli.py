@@ -191,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .compare import compare_runs
     from .pattern import MetricPattern, looks_like_pattern
-    from .reference import file_sha256, load_reference, settings_mismatches
+    from .reference import file_sha256, load_reference, run_mismatches, settings_mismatches
     from .report import print_report, to_json, write_json
     from .runner import run_backends
 
@@ -249,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if reference is not None:
         runs = [reference.run, *runs]
-        after = settings_mismatches(reference, now, runs)[len(before) :]
+        after = run_mismatches(reference, runs)
         for line in after:
             console.print(f"[yellow]settings differ from the reference: {escape(line)}", highlight=False)
         context = {
@@ -257,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
             "reference_file": {
                 "path": str(reference.path),
                 "run": reference.run.label,
-                "sha256": file_sha256(reference.path),
+                "sha256": reference.sha256,
             },
             "settings_mismatches": before + after,
         }

@@ -4,9 +4,10 @@ A recording is the ``parity.json`` document itself (any run's ``parity.json`` se
 schema is :data:`SCHEMA` version :data:`SCHEMA_VERSION`, documented in ``docs/parity.md``.
 :func:`load_reference` reads one run of it back as a :class:`~.runner.BackendRun` (the
 document's reference run unless another label is asked for), which then stands first in
-the comparison like a backend run now would. :func:`settings_mismatches` says where the new
-runs were not set up like the recorded one (script, arguments, steps, declared settings,
-versions), so a difference in the numbers can be read for what it is.
+the comparison like a backend run now would. :func:`settings_mismatches` (before running) and
+:func:`run_mismatches` (after) say where the new runs were not set up like the recorded one
+(script, arguments, steps, declared settings, versions), so a difference in the numbers can
+be read for what it is.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = [
     "file_sha256",
     "host_facts",
     "load_reference",
+    "run_mismatches",
     "settings_mismatches",
 ]
 
@@ -97,6 +99,7 @@ class Reference:
     path: Path
     document: dict[str, Any]
     run: BackendRun
+    sha256: str  # of the file as read
 
     @property
     def summary(self) -> str:
@@ -117,7 +120,8 @@ def load_reference(path: str | Path, label: str | None = None) -> Reference:
     """Read run ``label`` (default: the document's reference run) of a recorded ``parity.json``."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise _fail(path, "no such file") from None
     except IsADirectoryError:
@@ -175,18 +179,16 @@ def load_reference(path: str | Path, label: str | None = None) -> Reference:
         settings=dict(raw.get("settings") or {}),
         recorded_from=str(path),
     )
-    return Reference(path, doc, run)
+    return Reference(path, doc, run, hashlib.sha256(data).hexdigest())
 
 
-def settings_mismatches(
-    reference: Reference, now: Mapping[str, Any], runs: Sequence[BackendRun] = ()
-) -> list[str]:
-    """Where this parity run is set up unlike the recorded one: one sentence each.
+def settings_mismatches(reference: Reference, now: Mapping[str, Any]) -> list[str]:
+    """Where this parity run is set up unlike the recorded one, known before running: one sentence each.
 
     ``now`` holds this run's ``script_sha256``, ``script_args``, ``metric``, ``metric_pattern``
-    and ``redirect``; ``runs`` (after they ran) adds steps, declared settings and versions.
+    and ``redirect``. :func:`run_mismatches` adds what the runs themselves show.
     """
-    doc, ref = reference.document, reference.run
+    doc = reference.document
     out = []
     for key, what in [
         ("script_sha256", "script hash (the script changed since the recording)"),
@@ -208,6 +210,13 @@ def settings_mismatches(
                 out.append(f"{what}: {_args_diff(a, b)}")  # long lists: what differs, not both in full
                 continue
             out.append(f"{what}: reference {_short(a)}, now {_short(b)}")
+    return out
+
+
+def run_mismatches(reference: Reference, runs: Sequence[BackendRun]) -> list[str]:
+    """After the runs: steps, declared settings and versions that differ from the recorded run."""
+    doc, ref = reference.document, reference.run
+    out = []
     metric = str(doc.get("metric", "loss"))
     ref_steps = len(ref.series(metric))
     for run in runs:
