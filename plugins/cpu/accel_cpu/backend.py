@@ -156,7 +156,6 @@ class CpuBackend(Backend):
             ("torch", torch.__version__),
             ("torch threads", str(torch.get_num_threads())),
             ("MKL-DNN", str(torch.backends.mkldnn.is_available())),
-            ("memory statistics", "process RSS and its kernel-kept peak" if memory.supported() else "none (no /proc)"),
         ]
 
 

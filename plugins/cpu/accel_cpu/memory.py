@@ -11,6 +11,10 @@ what the operating system charges the process, as DeepSpeed's CPU accelerator do
   read-only ``/proc``), the peak after a reset is the largest RSS seen by the statistics
   calls made since (sampled), and :func:`peak_is_sampled` says so.
 
+The kernel keeps its RSS counters per CPU and folds them in batches, so its high-water
+mark can trail an RSS read a moment earlier by a few hundred KiB; the peak reported is
+never below an RSS this module has reported since the reset.
+
 These figures count everything the process holds (the interpreter, libraries, every
 tensor whose pages were touched), not only tensors: ``torch.empty(n)`` adds to the RSS
 only once written. Available where ``/proc/self/statm`` is readable (Linux);
