@@ -139,9 +139,7 @@ class SiteRecorder:
 
     def _count(self, code: CodeType, offset: int, api: str) -> Key:
         key = (id(code), offset, api)
-        cell = self.counts.get(key)
-        if cell is None:
-            cell = self.counts.setdefault(key, [0])
+        cell = self.cell(key)
         cell[0] += 1
         self._last[api] = (code, offset, cell, key)
         return key
