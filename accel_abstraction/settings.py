@@ -59,7 +59,11 @@ def toml_key_line(path: Path, header: tuple[str, ...], key: str) -> int | None:
     """Line number (1-based) of ``key = ...`` inside table ``[a.b.c]`` of a TOML file, if found."""
     wanted = ".".join(header)
     current = ""
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if line.startswith("[") and not line.startswith("[["):
             current = line.strip("[] ").replace('"', "").replace("'", "")
@@ -119,6 +123,14 @@ class ConfigSection(BaseSettings):
         ``pyproject`` names the file explicitly; by default :func:`find_pyproject` finds
         it. Raises :class:`ConfigError` naming the source of any invalid value.
         """
+        unknown = sorted(set(overrides) - set(cls.model_fields))
+        if unknown:
+            known = sorted(cls.model_fields)
+            raise ConfigError(
+                f"unknown setting {', '.join(repr(k) for k in unknown)} (keyword argument) for "
+                f"[{'.'.join(cls.table_header())}]; known settings: {', '.join(known)}."
+                f"{did_you_mean(unknown[0], known)}"
+            )
         path = pyproject or find_pyproject()
         table = _read_table(path, cls) if path is not None else {}
         overrides = {k: v for k, v in overrides.items() if v is not None}
@@ -163,6 +175,17 @@ def _read_table(path: Path, cls: type[ConfigSection]) -> dict[str, Any]:
             data = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML ({exc}); fix the file or remove its [tool.accel] table") from None
+    except UnicodeDecodeError as exc:
+        line = _line_of_offset(path, exc.start)
+        raise ConfigError(
+            f"{path}:{line}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+            "TOML files must be UTF-8: re-save the file as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: cannot read the configuration file ({exc.strerror or exc}); make it readable, "
+            "or run from a folder without it"
+        ) from None
     node: Any = data
     walked: list[str] = []
     for key in cls.table_header():
@@ -187,6 +210,14 @@ def _read_table(path: Path, cls: type[ConfigSection]) -> dict[str, Any]:
                 f"known keys: {', '.join(sorted(known))}.{did_you_mean(key, known)}"
             )
     return table
+
+
+def _line_of_offset(path: Path, offset: int) -> int:
+    """The 1-based line holding byte ``offset`` of ``path`` (for messages)."""
+    try:
+        return path.read_bytes()[:offset].count(b"\n") + 1
+    except OSError:
+        return 1
 
 
 def _env_name(cls: type[ConfigSection], field: str) -> str:
