@@ -195,3 +195,30 @@ def test_info_keeps_brackets_of_config_messages(
     assert main(["info"]) == 1
     out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
     assert "unknown key 'bakend' in [tool.accel]" in out
+
+
+def test_junk_scan_rule_drops_only_its_plugin() -> None:
+    from accel_abstraction.porting.rules import BUILTIN_RULES, Rule
+    from accel_abstraction.porting.runner import load_plugin_rules
+
+    good_rule = Rule("MYL001", "manual", "uses mylib.cuda", names=("mylib.cuda",))
+
+    def good(register):  # type: ignore[no-untyped-def]
+        register(good_rule)
+
+    def junk(register):  # type: ignore[no-untyped-def]
+        register(Rule("MYL002", "manual", "fine on its own", names=("mylib.x",)))
+        register("not a rule")
+
+    def clash(register):  # type: ignore[no-untyped-def]
+        register(Rule(BUILTIN_RULES[0].code, "manual", "steals a built-in code", names=("y",)))
+
+    _install(
+        good=_Plugin(accel_scan_rules=good), junk=_Plugin(accel_scan_rules=junk), clash=_Plugin(accel_scan_rules=clash)
+    )
+    with pytest.warns(RuntimeWarning) as caught:
+        rules = load_plugin_rules()
+    assert rules == (good_rule,)
+    text = " | ".join(str(w.message) for w in caught)
+    assert "plugin 'junk'" in text and "register() takes accel_abstraction.porting.rules.Rule, got str" in text
+    assert "plugin 'clash'" in text and f"rule code {BUILTIN_RULES[0].code} is registered twice" in text
