@@ -159,6 +159,10 @@ class PluginHost:
                 )
             if not isinstance(spec.name, str) or not spec.name.strip() or not callable(spec.factory):
                 return f"{origin} registered {spec!r}: a BackendSpec needs a non-empty name and a callable factory"
+            if not isinstance(spec.aliases, (tuple, list)) or not all(isinstance(a, str) for a in spec.aliases):
+                return f"{origin} registered {spec.name!r} with aliases {spec.aliases!r}: a tuple of names is needed"
+            if isinstance(spec.priority, bool) or not isinstance(spec.priority, (int, float)):
+                return f"{origin} registered {spec.name!r} with priority {spec.priority!r}: a number is needed"
             for key in (spec.name, *spec.aliases):
                 key = str(key).lower()
                 if key in claimed:

@@ -140,10 +140,14 @@ def test_duplicate_name_and_non_spec_registrations_fail_only_their_plugin(
     def junk(register):  # type: ignore[no-untyped-def]
         register({"name": "dictdev"})
 
+    def odd(register):  # type: ignore[no-untyped-def]
+        register(BackendSpec("odddev", _Good, priority="high"))  # would break sorting for everyone
+
     _install(
         first=_Plugin(accel_register_backends=first),
         dup=_Plugin(accel_register_backends=dup),
         junk=_Plugin(accel_register_backends=junk),
+        odd=_Plugin(accel_register_backends=odd),
     )
     with pytest.warns(RuntimeWarning) as caught:
         host = get_host()
@@ -154,7 +158,8 @@ def test_duplicate_name_and_non_spec_registrations_fail_only_their_plugin(
     assert accel.use("cpu").name == "cpu" and accel.use("gooddev").name == "gooddev"
     code, report = _info_json(capsys)
     status = {p["name"]: p["status"] for p in report["plugins"]}
-    assert status["dup"] == status["junk"] == "failed" and status["first"] == "loaded"
+    assert status["dup"] == status["junk"] == status["odd"] == "failed" and status["first"] == "loaded"
+    assert "with priority 'high': a number is needed" in messages
 
 
 def test_register_style_hook_isolates_junk_per_plugin() -> None:
