@@ -8,7 +8,6 @@ caller can catch one type. Messages say what was wrong, where the bad value came
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 __all__ = [
@@ -19,6 +18,7 @@ __all__ = [
     "CapabilityError",
     "ConfigError",
     "DeviceIndexError",
+    "MissingDependencyError",
     "PluginError",
     "UnknownBackendError",
     "PLUGIN_ATTR",
@@ -33,6 +33,8 @@ PLUGIN_ATTR = "accel_plugin"
 
 def did_you_mean(value: str, choices: Iterable[str]) -> str:
     """Return ``" Did you mean 'x'?"`` for the closest of ``choices``, or ``""``."""
+    import difflib  # only on the error path: keeps `import accel_abstraction` light
+
     close = difflib.get_close_matches(value.lower(), [c.lower() for c in choices], n=1, cutoff=0.5)
     return f" Did you mean '{close[0]}'?" if close else ""
 
@@ -48,6 +50,10 @@ class ArgumentTypeError(AccelError, TypeError):
 class ArgumentValueError(AccelError, ValueError):
     """A public function got an argument of the right type but an unusable value (an autocast dtype the
     backend cannot use, say). The message lists the accepted values."""
+
+
+class MissingDependencyError(AccelError, ImportError):
+    """A package that this part of the library needs is not installed; the message says how to get it."""
 
 
 class ConfigError(AccelError, ValueError):

@@ -18,8 +18,8 @@ from .arguments import guard
 from .errors import PLUGIN_ATTR, DeviceIndexError
 from .interface import Backend
 from .plugins import get_host
+from .sections import CORE, CoreSettings
 from .selection import Selection, select_backend
-from .settings import AccelSettings
 
 __all__ = ["BOUND_NAMES", "bound_callable", "current", "selection", "use", "using"]
 
@@ -41,7 +41,7 @@ _lock = threading.RLock()
 #: Held for the whole of a ``using`` block, so blocks in different threads run one after another.
 _using_lock = threading.RLock()
 _selection: Selection | None = None
-_settings: AccelSettings | None = None
+_settings: CoreSettings | None = None
 
 
 def _api_module() -> Any:
@@ -73,7 +73,7 @@ def bound_callable(
     return guard(name, fn, backend)
 
 
-def _activate(sel: Selection, settings: AccelSettings) -> None:
+def _activate(sel: Selection, settings: CoreSettings) -> None:
     backend = sel.backend
     backend.activate()
     if settings.device_index is not None:
@@ -121,7 +121,7 @@ def use(name: str | None = None, **overrides: Any) -> Backend:
     if name is not None:
         overrides["backend"] = name
     with _lock:
-        settings = AccelSettings.load(**overrides)
+        settings = CORE.load(**overrides)
         host = get_host()
         sel = select_backend(host.registry, settings)
         _activate(sel, settings)
@@ -178,7 +178,7 @@ def using(name: str, **overrides: Any) -> Iterator[Backend]:
             _using_lock.release()
 
 
-def _restore(previous: Selection | None, previous_settings: AccelSettings | None) -> None:
+def _restore(previous: Selection | None, previous_settings: CoreSettings | None) -> None:
     """Make ``previous`` the selection again (``None``: nothing selected), as a ``using`` block exits."""
     global _selection, _settings
     with _lock:

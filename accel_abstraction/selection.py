@@ -10,7 +10,7 @@ from .errors import AccelError, BackendUnavailableError, PluginError
 from .features import Availability
 from .interface import Backend
 from .registry import BackendRegistry, RegisteredBackend
-from .settings import AccelSettings
+from .sections import CoreSettings
 
 __all__ = ["Selection", "build_backend", "probe", "select_backend"]
 
@@ -27,7 +27,7 @@ class Selection:
     fallback_reason: str = ""
 
 
-def build_backend(entry: RegisteredBackend, settings: AccelSettings | None) -> Backend:
+def build_backend(entry: RegisteredBackend, settings: CoreSettings | None) -> Backend:
     """Call the entry's factory; a factory that raises becomes a :class:`PluginError` naming its origin.
 
     An :class:`AccelError` the factory raises on purpose (a :class:`ConfigError` for a bad
@@ -67,7 +67,7 @@ def probe(backend: Backend, entry: RegisteredBackend) -> Availability:
     return avail
 
 
-def _pick_auto(registry: BackendRegistry, settings: AccelSettings) -> tuple[Backend, RegisteredBackend]:
+def _pick_auto(registry: BackendRegistry, settings: CoreSettings) -> tuple[Backend, RegisteredBackend]:
     reasons = []
     for entry in registry.by_priority():
         try:
@@ -89,7 +89,7 @@ def _pick_auto(registry: BackendRegistry, settings: AccelSettings) -> tuple[Back
     )
 
 
-def select_backend(registry: BackendRegistry, settings: AccelSettings) -> Selection:
+def select_backend(registry: BackendRegistry, settings: CoreSettings) -> Selection:
     """Resolve ``settings.backend`` against ``registry``.
 
     ``"auto"``: the available backend with the highest priority. A name: that backend,
