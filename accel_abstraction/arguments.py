@@ -18,9 +18,13 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from .errors import ArgumentTypeError, ArgumentValueError
+from .requirements import missing
+
+try:
+    import torch
+except ModuleNotFoundError as _exc:
+    raise missing(_exc, "torch", "the accelerator runtime (accel.device(), accel info, the backends)") from None
 
 if TYPE_CHECKING:
     from .interface import Backend
