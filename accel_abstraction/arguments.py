@@ -8,8 +8,10 @@ hot torch callable alike, so a plugin's override is checked too) in a check that
 :class:`~accel_abstraction.errors.ArgumentValueError` saying what was expected.
 
 Only names whose torch call already costs far more than one Python frame are guarded
-(seeding, RNG state, autocast, the numerics switches); the cheap hot calls
-(``synchronize``, ``device_count``, ...) are bound unwrapped.
+(seeding, RNG state, the numerics switches); the cheap hot calls (``synchronize``,
+``device_count``, ...) are bound unwrapped, and ``autocast``, entered on every training
+step, checks its dtype inside :meth:`Backend.autocast` (no extra frame) with
+:func:`autocast_dtype_error`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import ArgumentTypeError, ArgumentValueError
+from .errors import AccelError, ArgumentTypeError, ArgumentValueError
 from .requirements import missing
 
 try:
@@ -29,7 +31,7 @@ except ModuleNotFoundError as _exc:
 if TYPE_CHECKING:
     from .interface import Backend
 
-__all__ = ["GUARDED", "check_flag", "check_rng_state", "check_seed", "guard"]
+__all__ = ["GUARDED", "autocast_dtype_error", "check_flag", "check_rng_state", "check_seed", "guard"]
 
 _SEED_MIN, _SEED_MAX = -(2**63), 2**64 - 1
 
@@ -111,29 +113,20 @@ def _flag_guard(name: str, fn: Callable[..., Any], backend: Backend) -> Callable
     return set_flag
 
 
-def _autocast_guard(name: str, fn: Callable[..., Any], backend: Backend) -> Callable[..., Any]:
-    known: list[tuple[torch.dtype, ...]] = []  # the backend's dtypes, asked for on the first explicit dtype
+def autocast_dtype_error(backend: Backend, dtype: Any) -> AccelError:
+    """The error for ``accel.autocast(dtype=...)`` with a ``dtype`` that ``backend`` cannot autocast to.
 
-    def autocast(dtype: torch.dtype | None = None, enabled: bool = True, cache_enabled: bool | None = None) -> Any:
-        if dtype is not None:
-            if not known:
-                known.append(tuple(backend.supported_dtypes()))
-            supported = known[0]
-        if dtype is not None and dtype not in supported:
-            if not isinstance(dtype, torch.dtype):
-                raise ArgumentTypeError(
-                    f"accel.autocast(dtype=...) takes a torch.dtype such as torch.bfloat16, not "
-                    f"{type(dtype).__name__} {dtype!r}"
-                )
-            raise ArgumentValueError(
-                f"backend {backend.name!r} cannot autocast to {dtype}; it autocasts to "
-                f"{', '.join(str(d) for d in supported)} (see accel.supported_dtypes())"
-            )
-        if enabled is not True and enabled is not False:
-            check_flag(enabled, "enabled", "autocast")
-        return fn(dtype, enabled, cache_enabled)
-
-    return autocast
+    Raised by :meth:`Backend.autocast` itself (no wrapper frame on the per-step path).
+    """
+    if not isinstance(dtype, torch.dtype):
+        return ArgumentTypeError(
+            f"accel.autocast(dtype=...) takes a torch.dtype such as torch.bfloat16, not {type(dtype).__name__} {dtype!r}"
+        )
+    supported = ", ".join(str(d) for d in backend.supported_dtypes())
+    return ArgumentValueError(
+        f"backend {backend.name!r} cannot autocast to {dtype}; it autocasts to {supported} "
+        "(see accel.supported_dtypes())"
+    )
 
 
 #: Public name -> wrapper factory ``(name, bound callable, backend) -> checked callable``.
@@ -145,7 +138,6 @@ GUARDED: dict[str, Callable[[str, Callable[..., Any], Backend], Callable[..., An
     "set_deterministic": _deterministic_guard,
     "set_benchmark": _flag_guard,
     "set_allow_tf32": _flag_guard,
-    "autocast": _autocast_guard,
 }
 
 
