@@ -7,7 +7,7 @@ nothing to validate (see :mod:`accel_abstraction.sections`).
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -19,7 +19,7 @@ else:  # Python 3.10: the same parser, as the tomli distribution
 
 from .errors import ConfigError, did_you_mean
 
-__all__ = ["Provenance", "find_pyproject", "read_section_table", "toml_key_line"]
+__all__ = ["Provenance", "check_keywords", "find_pyproject", "read_section_table", "toml_key_line"]
 
 
 def find_pyproject(start: Path | None = None) -> Path | None:
@@ -63,6 +63,17 @@ class Provenance:
 
 
 DEFAULT = Provenance("default", "default")
+
+
+def check_keywords(given: Iterable[str], known: Iterable[str], header: tuple[str, ...]) -> None:
+    """:class:`ConfigError` with a did-you-mean if a keyword setting in ``given`` is not one of ``known``."""
+    known = sorted(known)
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise ConfigError(
+            f"unknown setting {', '.join(repr(k) for k in unknown)} (keyword argument) for "
+            f"[{'.'.join(header)}]; known settings: {', '.join(known)}.{did_you_mean(unknown[0], known)}"
+        )
 
 
 def read_section_table(path: Path, header: tuple[str, ...], known: set[str]) -> dict[str, Any]:

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import ConfigError, did_you_mean
-from .pyproject import DEFAULT, Provenance, find_pyproject, read_section_table
+from .pyproject import DEFAULT, Provenance, check_keywords, find_pyproject, read_section_table
 
 __all__ = ["CORE", "CoreSettings", "Defaults", "SectionSpec"]
 
@@ -57,13 +56,7 @@ class SectionSpec:
 
         A keyword that names no field is a :class:`ConfigError` with a did-you-mean.
         """
-        unknown = sorted(set(overrides) - set(self.defaults))
-        if unknown:
-            raise ConfigError(
-                f"unknown setting {', '.join(repr(k) for k in unknown)} (keyword argument) for "
-                f"[{'.'.join(self.header)}]; known settings: {', '.join(sorted(self.defaults))}."
-                f"{did_you_mean(unknown[0], self.defaults)}"
-            )
+        check_keywords(overrides, self.defaults, self.header)
         overrides = {key: value for key, value in overrides.items() if value is not None}
         path = pyproject or find_pyproject()
         table = read_section_table(path, self.header, set(self.defaults)) if path is not None else {}

@@ -32,8 +32,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from .errors import ConfigError, did_you_mean
-from .pyproject import Provenance, find_pyproject, read_section_table, toml_key_line
+from .errors import ConfigError
+from .pyproject import Provenance, check_keywords, find_pyproject, read_section_table, toml_key_line
 from .sections import CORE
 
 __all__ = ["AccelSettings", "ConfigSection", "DistSettings", "Provenance", "find_pyproject", "toml_key_line"]
@@ -83,14 +83,7 @@ class ConfigSection(BaseSettings):
         ``pyproject`` names the file explicitly; by default :func:`find_pyproject` finds
         it. Raises :class:`ConfigError` naming the source of any invalid value.
         """
-        unknown = sorted(set(overrides) - set(cls.model_fields))
-        if unknown:
-            known = sorted(cls.model_fields)
-            raise ConfigError(
-                f"unknown setting {', '.join(repr(k) for k in unknown)} (keyword argument) for "
-                f"[{'.'.join(cls.table_header())}]; known settings: {', '.join(known)}."
-                f"{did_you_mean(unknown[0], known)}"
-            )
+        check_keywords(overrides, cls.model_fields, cls.table_header())
         path = pyproject or find_pyproject()
         table = _read_table(path, cls) if path is not None else {}
         overrides = {k: v for k, v in overrides.items() if v is not None}

@@ -39,6 +39,7 @@ __all__ = [
     "read_manifest",
     "revert",
     "sha256",
+    "sha256_of_file",
     "write_overlay",
 ]
 
@@ -221,7 +222,7 @@ def _already_applied(series: Series, torch_root: Path, target: Path) -> None:
         manifest = read_manifest(target)
         if manifest["mode"] == "in-place":
             root = Path(manifest["torch_root"])
-            current = {rel: _hash_of(root / rel) for rel in manifest["files"]}
+            current = {rel: sha256_of_file(root / rel) for rel in manifest["files"]}
             if root.resolve() == torch_root.resolve() and all(
                 current[rel] == hashes["patched_sha256"] for rel, hashes in manifest["files"].items()
             ):
@@ -237,7 +238,8 @@ def _already_applied(series: Series, torch_root: Path, target: Path) -> None:
         )
 
 
-def _hash_of(path: Path) -> str | None:
+def sha256_of_file(path: Path) -> str | None:
+    """Hex SHA-256 of the file at ``path``, ``None`` if it cannot be read."""
     try:
         return sha256(path.read_bytes())
     except OSError:
