@@ -104,8 +104,9 @@ def register(count: int, source: str) -> None:
             continue
         aten.impl(short, fallback.kernel_for(op), "PrivateUse1")
 
-    from . import autocast_policy, composite_overrides, limits
+    from . import autocast_policy, compile, composite_overrides, limits
 
     composite_overrides.register(aten)
     _libs.extend(autocast_policy.register())
     limits.patch()
+    compile.patch()
