@@ -270,23 +270,23 @@ def test_accel_api_reaches_device_1(monkeypatch, on_device_0):
 
 
 def test_device_count_comes_from_the_setting_and_is_checked(monkeypatch, tmp_path):
-    from accel_neuron.settings import NeuronSettings
+    from accel_neuron.settings import NEURON
 
     from accel_abstraction.errors import ConfigError
 
     monkeypatch.chdir(tmp_path)
-    assert NeuronSettings.load().emulate_devices == 2
+    assert NEURON.load().emulate_devices == 2
     (tmp_path / "pyproject.toml").write_text("[tool.accel.neuron]\nemulate_devices = 4\n")
-    assert NeuronSettings.load().emulate_devices == 4
+    assert NEURON.load().emulate_devices == 4
     monkeypatch.setenv("ACCEL_NEURON_EMULATE_DEVICES", "0")
     with pytest.raises(
         ConfigError, match="environment variable ACCEL_NEURON_EMULATE_DEVICES: invalid value '0'"
     ):
-        NeuronSettings.load()
+        NEURON.load()
     monkeypatch.delenv("ACCEL_NEURON_EMULATE_DEVICES")
     (tmp_path / "pyproject.toml").write_text("[tool.accel.neuron]\nemulate_devices = -1\n")
     with pytest.raises(ConfigError, match=r"pyproject.toml:2 \[tool.accel.neuron\] emulate_devices"):
-        NeuronSettings.load()
+        NEURON.load()
 
 
 def test_reinstall_with_another_count_is_refused():
