@@ -362,3 +362,24 @@ def test_two_ranks_use_neuron_0_and_neuron_1(tmp_path):
         assert out["ddp_grad"] == f"neuron:{rank}"
         assert out["dtensor_local"] == [f"neuron:{rank}", [2.0 * rank, 2.0 * rank + 1]]
         assert out["dtensor_full"] == [0.0, 1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("device", ["neuron:0", "neuron:1"])
+def test_storage_resize_frees_and_reallocates_under_live_views(device):
+    # what FSDP does with parameter storage between steps: resize_(0), later resize_(n)
+    index = torch.device(device).index
+    base = torch.neuron.memory_allocated(index)
+    t = torch.arange(6.0, device=device)
+    view = t.view(2, 3)
+    st = t.untyped_storage()
+    st.resize_(0)
+    assert st.nbytes() == 0 and torch.neuron.memory_allocated(index) == base
+    st.resize_(24)
+    assert torch.neuron.memory_allocated(index) == base + 24
+    t.copy_(torch.arange(6.0) * 2)
+    assert view.cpu().tolist() == [[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]] and view.get_device() == index
+    st.resize_(48)  # growing keeps the bytes
+    assert t.cpu().tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    assert torch.neuron.memory_allocated(index) == base + 48
+    del t, view, st
+    assert torch.neuron.memory_allocated(index) == base
