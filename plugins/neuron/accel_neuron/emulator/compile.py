@@ -119,7 +119,7 @@ def _device_interface() -> type:
         current_device = staticmethod(mod.current_device)
         set_device = staticmethod(mod.set_device)
         exchange_device = staticmethod(mod._exchange_device)
-        maybe_exchange_device = staticmethod(mod._exchange_device)
+        maybe_exchange_device = staticmethod(mod._maybe_exchange_device)
         device_count = staticmethod(mod.device_count)
         is_available = staticmethod(mod.is_available)
         stream = staticmethod(mod.stream)
