@@ -94,6 +94,12 @@ def collect() -> dict[str, Any]:
     return report
 
 
+_MEMORY_SOURCES = {
+    "allocator": "allocator (bytes held by the device's tensor allocator)",
+    "process": "process (resident set size of this process and its peak; not only tensors)",
+}
+
+
 def _rows(value: Any) -> list[tuple[str, str]] | str:
     """``value`` as ``(key, value)`` string rows, or a string saying why it is not a list of pairs."""
     if value is None:
@@ -170,6 +176,15 @@ def _render(report: dict[str, Any], show_tracebacks: bool) -> None:
         caps = report["capabilities"]
         supported = [k for k, v in caps.items() if v is True] + [k for k, v in caps["extras"].items() if v]
         missing = [k for k, v in caps.items() if v is False] + [k for k, v in caps["extras"].items() if not v]
+        details.add_row("supports", ", ".join(supported) or "-")
+        details.add_row("unsupported", ", ".join(missing) or "-")
+        details.add_row("compile backend", str(caps["compile_backend"]))
+        if caps.get("memory_stats"):
+            details.add_row("memory statistics", _MEMORY_SOURCES.get(caps["memory_source"], caps["memory_source"]))
+        details.add_row("amp dtype", report["amp_dtype"])
+        details.add_row("dist backend", report["dist_backend"])
+
+
         details.add_row("supports", e(", ".join(supported) or "-"))
         details.add_row("unsupported", e(", ".join(missing) or "-"))
         details.add_row("compile backend", e(str(caps["compile_backend"])))
