@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import importlib
 import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -240,6 +241,33 @@ def run_pair(
         return
     diff = compare(list(cgrads), list(ngrads))
     outcome.record("backward", FAIL if diff else PASS, diff)
+
+
+# ------------------------------------------------------------------------------------- databases
+
+
+def _import_quietly(module: str, name: str) -> list[Any]:
+    """``module.name`` from torch.testing._internal, without its import-time global side effect.
+
+    Importing ``common_utils`` calls ``torch.backends.disable_global_flags()``: afterwards any plain
+    ``torch.backends.cudnn.x = ...`` in the same process raises. Tests elsewhere in the suite set
+    those flags, so the flag is put back as it was.
+    """
+    frozen = torch.backends.flags_frozen()
+    db = getattr(importlib.import_module(module), name)
+    if not frozen:  # the flag lives in torch/backends/__init__.py's globals (no public setter)
+        torch.backends.flags_frozen.__globals__["__allow_nonbracketed_mutation_flag"] = True
+    return db
+
+
+def op_db() -> list[Any]:
+    """PyTorch's OpInfo database."""
+    return _import_quietly("torch.testing._internal.common_methods_invocations", "op_db")
+
+
+def module_db() -> list[Any]:
+    """PyTorch's ModuleInfo database."""
+    return _import_quietly("torch.testing._internal.common_modules", "module_db")
 
 
 # ---------------------------------------------------------------------------------------- OpInfo

@@ -13,11 +13,10 @@ import neuron_db_harness as harness
 import pytest
 import torch
 from neuron_db_xfails import MODULES, verdict
-from torch.testing._internal.common_modules import module_db
 
 _CASES = [
     pytest.param(info, training, id=f"{info.name}-{'train' if training else 'eval'}")
-    for info in module_db
+    for info in harness.module_db()
     for training in ((True, False) if info.train_and_eval_differ else (True,))
 ]
 

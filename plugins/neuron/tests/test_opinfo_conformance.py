@@ -12,10 +12,10 @@ import neuron_db_harness as harness
 import pytest
 import torch
 from neuron_db_xfails import OPS, verdict
-from torch.testing._internal.common_methods_invocations import op_db
 
-_F32 = [op for op in op_db if torch.float32 in op.supported_dtypes("cpu")]
-_BF16 = [op for op in op_db if torch.bfloat16 in op.supported_dtypes("cpu")]
+_OPS = harness.op_db()
+_F32 = [op for op in _OPS if torch.float32 in op.supported_dtypes("cpu")]
+_BF16 = [op for op in _OPS if torch.bfloat16 in op.supported_dtypes("cpu")]
 
 
 def _check(op, dtype: torch.dtype) -> None:

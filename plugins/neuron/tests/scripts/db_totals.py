@@ -31,16 +31,14 @@ def main() -> None:
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     if a.modules:
-        from torch.testing._internal.common_modules import module_db
-
+        module_db = h.module_db()
         items = [
             (f"{m.name}-{'train' if t else 'eval'}", (m, t))
             for m in module_db
             for t in ((True, False) if m.train_and_eval_differ else (True,))
         ]
     else:
-        from torch.testing._internal.common_methods_invocations import op_db
-
+        op_db = h.op_db()
         items = list(zip(h.op_ids(op_db), op_db, strict=True))
     fc = fp = bc = bp = 0
     slow = []
