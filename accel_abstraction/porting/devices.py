@@ -152,7 +152,7 @@ class DeviceChecks(Reporter):
         dev, where = arg_of(node, 0, "type")
         value = str_value(dev)
         if value is None:
-            if isinstance(dev, ast.Constant) and type(dev.value) is int or (
+            if (isinstance(dev, ast.Constant) and type(dev.value) is int) or (
                 isinstance(dev, (ast.Name, ast.Attribute)) and RANK_NAME.match(last_name(dev) or "")
             ):
                 if len(node.args) == 1 and not node.keywords:
