@@ -65,6 +65,11 @@ _SUPPRESS = re.compile(r"#\s*accel:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 _COUPLED_PREFIXES = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension", *PACKAGES)
 
 
+def _callee(node: ast.AST) -> ast.AST:
+    """``f`` for a call ``f(...)``, else the node itself."""
+    return node.func if isinstance(node, ast.Call) else node
+
+
 def _coupled_module(qualname: str) -> bool:
     """Whether an imported name can be coupling on a line that does not say ``cuda``."""
     return qualname.startswith(_COUPLED_PREFIXES) or qualname in GRAD_SCALER
@@ -515,6 +520,11 @@ class _Scan(DeviceChecks):
         if len(node.comparators) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
             if self.aliases.qualname(node.comparators[0]) == "os.environ":
                 self.env_name(node.left)
+        if len(node.comparators) == 1:
+            # "nccl" compared with something that is no backend setting is a string test, not a backend
+            for literal, other in ((node.left, node.comparators[0]), (node.comparators[0], node.left)):
+                if str_value(literal) == "nccl" and "backend" not in (last_name(_callee(other)) or "").lower():
+                    self.done.add(id(literal))
         if self.device_type_test(node):
             for sub in (node.left, *node.comparators):
                 if str_value(sub) is not None:
