@@ -60,7 +60,7 @@ _TEXT_SINKS = frozenset({"print", "debug", "info", "warning", "warn", "error", "
 _BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
 _ACCEL_WORDS = re.compile(r"cuda|gpu|accel", re.IGNORECASE)
 #: Why a file CPython parses can still not be analysed (180 nested calls, a deep literal).
-TOO_DEEP = "too deeply nested to analyse (RecursionError); this file is skipped, the others are not"
+TOO_DEEP = "too deeply nested to analyse (thousands of nested or chained expressions); this file is skipped, the others are not"
 _SUPPRESS = re.compile(r"#\s*accel:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 _COUPLED_PREFIXES = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension", *PACKAGES)
 
