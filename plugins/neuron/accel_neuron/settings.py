@@ -17,9 +17,19 @@ class NeuronSettings(ConfigSection):
     ``emulate = true`` (``ACCEL_NEURON_EMULATE=1``) runs the neuron device as a CPU
     emulation. It is never chosen on its own: without it, ``neuron`` needs AWS's
     TorchNeuron (``torch_neuronx``) and visible NeuronCores.
+
+    ``keep_tied_parameters = false`` (``ACCEL_NEURON_KEEP_TIED_PARAMETERS=0``) leaves
+    ``torch.nn.Module._apply`` as torch ships it (e.g. when torch is patched instead).
     """
 
     model_config = section_config("ACCEL_NEURON_")
     section: ClassVar[str] = "neuron"
 
     emulate: bool = Field(False, description="Run the neuron device as a CPU emulation (CI, laptops).")
+    keep_tied_parameters: bool = Field(
+        True,
+        description=(
+            "While neuron is selected, Module.to()/.cpu() keep tied parameters tied and lazy parameters "
+            "lazy (stock torch 2.13 breaks both on every PrivateUse1 device); see the plugin README."
+        ),
+    )
