@@ -57,7 +57,9 @@ class _CallState(threading.local):
 _state = _CallState()
 
 
-def _memoized(fn: Callable[[torch.Tensor], torch.Tensor], memo: _Memo) -> Callable[[torch.Tensor], torch.Tensor]:
+def _memoized(
+    fn: Callable[[torch.Tensor], torch.Tensor], memo: _Memo
+) -> Callable[[torch.Tensor], torch.Tensor]:
     """``fn`` that converts a tensor into a new object at most once per outermost call."""
 
     def convert(tensor: torch.Tensor) -> torch.Tensor:

@@ -13,12 +13,12 @@ from collections.abc import Iterator
 
 import pytest
 import torch
+from accel_neuron.plugin import OWNER
 from torch import nn
 
 import accel_abstraction as accel
 import accel_abstraction.runtime as runtime
 from accel_abstraction import info, module_apply
-from accel_neuron.plugin import OWNER
 from tests.patches.tied_models import TiedLM, is_tied, train_lazy, train_tied_lm
 
 STOCK_APPLY = nn.Module._apply
