@@ -388,6 +388,8 @@ def module_to_keeps_tied_and_lazy(device: str) -> dict[str, Any]:
     except AssertionError as exc:  # stock: "The in_features inferred from input: 12 is not equal to ... 0"
         lazy_outcome = _error(exc)
     return {
+        # accel's mitigation (the neuron plugin's Module._apply wrapper) is not installed here
+        "module_apply_is_torchs": torch.nn.Module._apply.__module__ == "torch.nn.modules.module",
         "tied_after_to": tied_after_to,
         "tied_after_cpu": tied_after_cpu,
         "buffer_shared": shared.table is other.table,

@@ -140,7 +140,9 @@ def test_0011_module_to_keeps_tied_and_lazy_parameters(scenarios) -> None:
     assert stock["parameters"] == patched["parameters"] + 64 * 32
     assert stock["training_same_as_cpu"] is False
     assert stock["lazy"]["error"] == "AssertionError" and "from self.weight: 0" in stock["lazy"]["message"]
+    assert stock["module_apply_is_torchs"] is patched["module_apply_is_torchs"] is True
     assert patched == {
+        "module_apply_is_torchs": True,  # the patch alone: the neuron plugin's mitigation is off
         "tied_after_to": True,
         "tied_after_cpu": True,
         "buffer_shared": True,

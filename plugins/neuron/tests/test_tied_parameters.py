@@ -8,16 +8,12 @@ does not count PrivateUse1 as shallow-copy compatible with the CPU), so a GPT-2-
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-
 import pytest
 import torch
 from accel_neuron.plugin import OWNER
 from torch import nn
 
 import accel_abstraction as accel
-import accel_abstraction.runtime as runtime
 from accel_abstraction import info, module_apply
 from tests.patches.tied_models import TiedLM, is_tied, train_lazy, train_tied_lm
 
@@ -25,18 +21,8 @@ STOCK_APPLY = nn.Module._apply
 
 
 @pytest.fixture
-def neuron(neuron_emulator: torch.device, monkeypatch: pytest.MonkeyPatch) -> Iterator[torch.device]:
-    """neuron (emulated) selected through accel, as a user selects it; unselected afterwards."""
-    for key in list(os.environ):
-        if key.startswith("ACCEL_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("ACCEL_NEURON_EMULATE", "1")
-    runtime.reset()
-    accel.use("neuron")
-    yield neuron_emulator
-    runtime.reset()
-    module_apply.disable(OWNER)
-    assert nn.Module._apply is STOCK_APPLY
+def neuron(neuron_selected: torch.device) -> torch.device:
+    return neuron_selected
 
 
 def test_stock_torch_unties_and_the_selected_backend_keeps_the_tie(neuron: torch.device) -> None:
@@ -81,6 +67,8 @@ def test_another_backend_restores_torchs_module_apply(neuron: torch.device) -> N
         assert module_apply.owners() == ()
     assert module_apply.owners() == (OWNER,)
     assert is_tied(TiedLM().to(neuron))
+    module_apply.disable(OWNER)
+    assert nn.Module._apply is STOCK_APPLY
 
 
 def test_the_setting_turns_it_off(neuron: torch.device, monkeypatch: pytest.MonkeyPatch) -> None:
