@@ -30,14 +30,15 @@ Enabling is reference-counted by owner, so two plugins may each ask for it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 from torch.nn.parameter import UninitializedParameter
 
-__all__ = ["disable", "enable", "enabled", "owners"]
+__all__ = ["disable", "enable", "enabled", "owners", "paused"]
 
 _lock = threading.Lock()
 _owners: set[str] = set()
@@ -130,3 +131,16 @@ def enabled() -> bool:
 def owners() -> tuple[str, ...]:
     """Who asked for the wrapper, sorted."""
     return tuple(sorted(_owners))
+
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """Torch's own ``Module._apply`` inside the block, whoever asked for the wrapper; restored after."""
+    paused_owners = owners()
+    for owner in paused_owners:
+        disable(owner)
+    try:
+        yield
+    finally:
+        for owner in paused_owners:
+            enable(owner)

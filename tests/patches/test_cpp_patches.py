@@ -37,12 +37,8 @@ def neuron() -> torch.device:
 @pytest.fixture
 def stock_module_apply() -> Iterator[None]:
     """Torch's own ``Module._apply`` (the neuron plugin's wrapper, if some test left it on, is paused)."""
-    owners = module_apply.owners()
-    for owner in owners:
-        module_apply.disable(owner)
-    yield
-    for owner in owners:
-        module_apply.enable(owner)
+    with module_apply.paused():
+        yield
 
 
 # ----------------------------------------------------------------------------- 0013
