@@ -410,8 +410,19 @@ def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
 @scenario
 def linear_cross_entropy_accumulation(device: str) -> dict[str, Any]:
     """Accumulation dtype `auto` resolves to for 16-bit inputs; a bf16 head vs the CPU's fp32-acc result."""
+    import importlib.util
+
     import torch.nn.functional as F
-    from torch.nn import LinearCrossEntropyOptions
+    from torch.nn.modules import linear_cross_entropy_options as installed
+
+    # torch's own code (stock or patched), whatever a backend changed at run time: the emulator
+    # gives neuron the CPU's entries (a workaround real backends do not have). F.linear_cross_entropy
+    # only calls options._adjust(), so options from this copy decide exactly as torch's code does.
+    spec = importlib.util.spec_from_file_location("_torchs_lce_options", installed.__file__)
+    assert spec is not None and spec.loader is not None
+    torchs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(torchs)
+    LinearCrossEntropyOptions = torchs.LinearCrossEntropyOptions
 
     options = LinearCrossEntropyOptions()
     resolved = {
@@ -422,7 +433,7 @@ def linear_cross_entropy_accumulation(device: str) -> dict[str, Any]:
     w = torch.randn(256, 16).bfloat16()
     y = torch.randint(0, 256, (64,))
 
-    def run(dev: str, opts: LinearCrossEntropyOptions) -> list[torch.Tensor]:
+    def run(dev: str, opts: Any) -> list[torch.Tensor]:
         xd, wd = (t.to(dev).detach().requires_grad_() for t in (x, w))
         loss = F.linear_cross_entropy(xd, wd, y.to(dev), options=opts)
         loss.backward()
