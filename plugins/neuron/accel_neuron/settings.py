@@ -1,35 +1,33 @@
-"""The neuron plugin's settings: ``[tool.accel.neuron]`` / ``ACCEL_NEURON_*``."""
+"""The neuron plugin's settings: ``[tool.accel.neuron]`` / ``ACCEL_NEURON_*``.
+
+:data:`NEURON` declares the section (its defaults are written only there);
+:class:`NeuronSettings` (pydantic, in :mod:`._settings_model`) validates it when anything
+sets a value. ``NEURON.load()`` needs no pydantic import when nothing is set.
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
+from accel_abstraction.sections import SectionSpec
 
-from accel_abstraction.settings import ConfigSection, section_config
+if TYPE_CHECKING:
+    from ._settings_model import NeuronSettings
 
-__all__ = ["NeuronSettings"]
+__all__ = ["NEURON", "NeuronSettings"]
+
+#: ``[tool.accel.neuron]`` / ``ACCEL_NEURON_*``.
+NEURON = SectionSpec(
+    section="neuron",
+    env_prefix="ACCEL_NEURON_",
+    defaults={"emulate": False, "keep_tied_parameters": True},
+    model="accel_neuron._settings_model:NeuronSettings",
+)
 
 
-class NeuronSettings(ConfigSection):
-    """How the ``neuron`` backend runs.
+def __getattr__(name: str) -> Any:
+    if name == "NeuronSettings":
+        from ._settings_model import NeuronSettings
 
-    ``emulate = true`` (``ACCEL_NEURON_EMULATE=1``) runs the neuron device as a CPU
-    emulation. It is never chosen on its own: without it, ``neuron`` needs AWS's
-    TorchNeuron (``torch_neuronx``) and visible NeuronCores.
-
-    ``keep_tied_parameters = false`` (``ACCEL_NEURON_KEEP_TIED_PARAMETERS=0``) leaves
-    ``torch.nn.Module._apply`` as torch ships it (e.g. when torch is patched instead).
-    """
-
-    model_config = section_config("ACCEL_NEURON_")
-    section: ClassVar[str] = "neuron"
-
-    emulate: bool = Field(False, description="Run the neuron device as a CPU emulation (CI, laptops).")
-    keep_tied_parameters: bool = Field(
-        True,
-        description=(
-            "While neuron is selected, Module.to()/.cpu() keep tied parameters tied and lazy parameters "
-            "lazy (stock torch 2.13 breaks both on every PrivateUse1 device); see the plugin README."
-        ),
-    )
+        return NeuronSettings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
