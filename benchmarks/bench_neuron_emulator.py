@@ -75,16 +75,60 @@ def measure(
     )
 
 
+def _op_cases(device: str) -> dict[str, Callable[[], object]]:
+    """Single small ops (so the op itself costs little), by name."""
+    torch.manual_seed(0)
+    a, b = torch.randn(8, 8).to(device), torch.randn(8, 8).to(device)
+    w = torch.randn(8, 8).to(device)
+    xs = [torch.randn(8).to(device) for _ in range(4)]
+    return {
+        "add": lambda: torch.add(a, b),
+        "mul_ (in-place)": lambda: a.mul_(1.0),
+        "linear": lambda: nn.functional.linear(a, w),
+        "relu": lambda: torch.relu(a),
+        "sum": lambda: a.sum(),
+        "view": lambda: a.view(64),
+        "t (view)": lambda: a.t(),
+        "_foreach_add_ (4 tensors)": lambda: torch._foreach_add_(xs, 1.0),
+    }
+
+
+def op_overhead(reps: int = 2000, rounds: int = 5) -> dict[str, tuple[float, float]]:
+    """Per-op time in microseconds on CPU and on neuron, best of `rounds`."""
+    cpu, neuron = _op_cases("cpu"), _op_cases("neuron")
+    out = {}
+    for name in cpu:
+        best = {}
+        for dev, fn in (("cpu", cpu[name]), ("neuron", neuron[name])):
+            for _ in range(50):
+                fn()
+            times = []
+            for _ in range(rounds):
+                t = time.perf_counter()
+                for _ in range(reps):
+                    fn()
+                times.append((time.perf_counter() - t) / reps)
+            best[dev] = min(times) * 1e6
+        out[name] = (best["cpu"], best["neuron"])
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--ops-only", action="store_true", help="only the per-op overhead table")
     args = parser.parse_args()
 
     from accel_neuron import emulator
 
     emulator.install()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
+    print(f"{'op (8x8 float32)':30} {'cpu us':>8} {'neuron us':>10} {'overhead us':>12}")
+    for name, (c, n) in op_overhead().items():
+        print(f"{name:30} {c:8.1f} {n:10.1f} {n - c:12.1f}")
+    if args.ops_only:
+        return
     print("wall = elapsed time; cpu = process CPU time (steadier on a loaded machine)")
     print(f"{'workload':48} {'cpu ms':>8} {'neuron ms':>10} {'wall ratio':>10} {'cpu-time ratio':>15}")
     for name, make, batch in (

@@ -13,9 +13,13 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import torch
+
+# The op_db/module_db conformance helpers (neuron_db_harness, neuron_db_xfails) sit next to this file.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 @pytest.fixture(scope="session")
