@@ -20,6 +20,10 @@ class NeuronSettings(ConfigSection):
     emulation. It is never chosen on its own: without it, ``neuron`` needs AWS's
     TorchNeuron (``torch_neuronx``) and visible NeuronCores.
 
+    ``emulate_devices = N`` (``ACCEL_NEURON_EMULATE_DEVICES=N``) is how many devices the
+    emulation shows (``neuron:0`` .. ``neuron:N-1``, default 2); a Trainium instance has 2
+    to 128 logical NeuronCores.
+
     ``keep_tied_parameters = false`` (``ACCEL_NEURON_KEEP_TIED_PARAMETERS=0``) leaves
     ``torch.nn.Module._apply`` as torch ships it (e.g. when torch is patched instead).
     """
@@ -28,6 +32,12 @@ class NeuronSettings(ConfigSection):
     section: ClassVar[str] = NEURON.section
 
     emulate: bool = Field(NEURON.defaults["emulate"], description="Run the neuron device as a CPU emulation (CI, laptops).")
+    emulate_devices: int = Field(
+        NEURON.defaults["emulate_devices"],
+        ge=1,
+        le=128,
+        description="How many emulated devices (neuron:0 .. neuron:N-1) the emulation shows.",
+    )
     keep_tied_parameters: bool = Field(
         NEURON.defaults["keep_tied_parameters"],
         description=(

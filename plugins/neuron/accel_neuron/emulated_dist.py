@@ -15,6 +15,11 @@ the returned ``Work`` is already complete, which is what a copy back into device
 needs; ``async_op=True`` callers still get a ``Work`` whose ``wait()`` returns at once.
 Timeouts are the process group's (``init_process_group(timeout=...)``): a peer that has
 exited makes the collective fail instead of hang.
+
+Local rank ``r`` uses ``neuron:r`` (as on Trainium, where the device index is ``LOCAL_RANK``):
+creating the group makes that device current, unless the process already chose or used
+a device (``torch.neuron.is_initialized()``, the rule ``init_device_mesh`` follows too).
+With fewer emulated devices than local ranks, ranks share them (``r % device_count``).
 """
 
 from __future__ import annotations
@@ -78,6 +83,15 @@ class EmulatedProcessGroup(dist.ProcessGroup):
 
     def getBackendName(self) -> str:  # noqa: N802 - name fixed by the C++ trampoline
         return self._name
+
+    # A Python ProcessGroup has no C++ backend to keep its name (PyTorch's getter asks one):
+    # keep it here, for DeviceMesh and the functional collectives that look groups up by name.
+    def _set_group_name(self, name: str) -> None:
+        self._group_name = name
+
+    @property
+    def group_name(self) -> str:
+        return getattr(self, "_group_name", "")
 
     # -- one in-place tensor list -------------------------------------------------
 
@@ -225,6 +239,15 @@ class EmulatedProcessGroup(dist.ProcessGroup):
         return _done(list(tensors))
 
 
+def _bind_local_device(rank: int) -> None:
+    """Make ``neuron:LOCAL_RANK`` current when the process has not chosen or used a device yet."""
+    mod = getattr(torch, "neuron", None)
+    if mod is None or not getattr(mod, "_is_emulated", False) or mod.is_initialized():
+        return
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    mod.set_device(local % mod.device_count())
+
+
 def register_emulated_process_group(name: str = BACKEND_NAME, devices: Sequence[str] = ("neuron",)) -> bool:
     """Register the emulated collective library with ``torch.distributed`` (idempotent).
 
@@ -237,6 +260,8 @@ def register_emulated_process_group(name: str = BACKEND_NAME, devices: Sequence[
             return False
 
         def create(store: dist.Store, rank: int, size: int, timeout: timedelta) -> EmulatedProcessGroup:
+            if "neuron" in devices:
+                _bind_local_device(rank)
             return EmulatedProcessGroup(store, rank, size, timeout, name.lower())
 
         dist.Backend.register_backend(name, create, devices=list(devices))

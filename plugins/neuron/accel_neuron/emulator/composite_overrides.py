@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from . import cpu_islands, cpu_policies, fallback, storage
+from .compile import sdp_choice
 
 aten = torch.ops.aten
 
@@ -73,6 +74,10 @@ def _probe(t: torch.Tensor | None) -> torch.Tensor | None:
 
 
 def _sdp_choice(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa) -> int:
+    if not all(t is None or type(t) is torch.Tensor for t in (query, key, value, attn_mask)):
+        # torch.compile is tracing (fake/functional/proxy tensors): the CPU's answer for real
+        # CPU stand-ins of the same geometry and requires_grad
+        return sdp_choice(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     # Through the fallback the chooser would see CPU views without requires_grad, and choose
     # differently from the CPU when gradients are needed.
     return aten._fused_sdp_choice(
