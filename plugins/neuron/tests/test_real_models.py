@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 import torch
 import torch.nn.functional as F
-from accel_neuron.emulator.errors import EmulatorError
 from torch import nn
 
 import accel_abstraction as accel
@@ -199,31 +197,19 @@ def _max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
     return (a.double() - b.double()).abs().max().item() if a.numel() else 0.0
 
 
-RNN_XFAIL = pytest.mark.xfail(
-    strict=True,
-    raises=NotImplementedError,
-    reason=(
-        "emulator: nn.LSTM/nn.GRU on PrivateUse1 take ATen's fused-cell path (_thnn_fused_*_cell, CUDA-only) "
-        "and fail (issue 11 item 2, helper emu-fidelity); patch 0014 is the upstream fix"
-    ),
-)
-
-#: name -> (build, batches, marks)
-MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[torch.Generator], Batch], tuple[Any, ...]]] = {
-    "gpt2": (hf("gpt2"), lm_batch, ()),
-    "llama": (hf("llama"), lm_batch, ()),
-    "bert-mlm": (hf("bert"), mlm_batch, ()),
-    "resnet": (hf("resnet"), image_batch, ()),
-    "vit": (hf("vit"), image_batch, ()),
-    "lazy": (LazyConvNet, image_batch, ()),
-    "lstm-lm": (lambda: RNNLanguageModel("LSTM"), seq_batch, (RNN_XFAIL,)),
-    "gru-lm": (lambda: RNNLanguageModel("GRU"), seq_batch, (RNN_XFAIL,)),
+MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[torch.Generator], Batch]]] = {
+    "gpt2": (hf("gpt2"), lm_batch),
+    "llama": (hf("llama"), lm_batch),
+    "bert-mlm": (hf("bert"), mlm_batch),
+    "resnet": (hf("resnet"), image_batch),
+    "vit": (hf("vit"), image_batch),
+    "lazy": (LazyConvNet, image_batch),
+    "lstm-lm": (lambda: RNNLanguageModel("LSTM"), seq_batch),
+    "gru-lm": (lambda: RNNLanguageModel("GRU"), seq_batch),
 }
 
 
-@pytest.mark.parametrize(
-    ("build", "batches"), [pytest.param(b, d, marks=m, id=name) for name, (b, d, m) in MODELS.items()]
-)
+@pytest.mark.parametrize(("build", "batches"), list(MODELS.values()), ids=list(MODELS))
 def test_trains_bitwise_like_the_cpu(build, batches, neuron_selected: torch.device) -> None:  # type: ignore[no-untyped-def]
     cpu = train(build, batches, "cpu")
     dev = train(build, batches, neuron_selected)
@@ -231,14 +217,6 @@ def test_trains_bitwise_like_the_cpu(build, batches, neuron_selected: torch.devi
     assert_same(dev, cpu)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "the emulated neuron backend declares no compile backend yet (capabilities().compile_backend is None; "
-        "torch.compile on neuron tensors fails in inductor): issue 11 item 4, helper devices"
-    ),
-)
 def test_compiled_model_trains_within_1e_5_of_cpu_eager(neuron_selected: torch.device) -> None:
     backend = accel.capabilities().compile_backend
     assert backend is not None, "the selected backend names no torch.compile backend"
@@ -247,11 +225,6 @@ def test_compiled_model_trains_within_1e_5_of_cpu_eager(neuron_selected: torch.d
     assert_same(dev, cpu, atol=1e-5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=EmulatorError,
-    reason="the emulator has one device per process (neuron:1 raises EmulatorError): issue 11 item 3, helper devices",
-)
 def test_gpt2_on_the_second_device_trains_bitwise_like_the_cpu(neuron_selected: torch.device) -> None:
     cpu = train(hf("gpt2"), lm_batch, "cpu")
     dev = train(hf("gpt2"), lm_batch, torch.device("neuron", 1))
