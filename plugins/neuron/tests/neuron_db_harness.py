@@ -15,7 +15,8 @@ Mechanics:
   run; a mismatch is only reported if the CPU, run again, reproduces itself.
 * "Bitwise" is ``assert_close(rtol=0, atol=0, equal_nan=True)`` on every tensor of the
   output pytree, plus equal dtype, shape and (for tensors that come back on neuron) the
-  expected device.
+  expected device. Ops returning uninitialized memory (``empty`` and kin) are compared
+  by dtype, shape and strides only.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ import torch
 from torch.utils import _pytree as pytree
 
 SAMPLES_PER_OP = 3
+# Ops whose result is uninitialized memory: only dtype, shape and strides are compared.
+UNINITIALIZED = frozenset(
+    {"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided"}
+)
 MODULE_INPUTS = 8  # module inputs per ModuleInfo and mode, spread evenly over its list
 SEED = 1234
 
@@ -104,8 +109,8 @@ def move(tree: Any, placement: list[bool], device: Any) -> Any:
     return pytree.tree_unflatten(out, spec)
 
 
-def compare(cpu: Any, neuron: Any) -> str:
-    """'' if the two output trees are bitwise equal, else what differs."""
+def compare(cpu: Any, neuron: Any, values: bool = True) -> str:
+    """'' if the two output trees are bitwise equal (or, without `values`, alike in metadata)."""
     lc, sc = pytree.tree_flatten(cpu)
     ln, sn = pytree.tree_flatten(neuron)
     if sc != sn:
@@ -121,6 +126,10 @@ def compare(cpu: Any, neuron: Any) -> str:
             return f"output {i} on unexpected device {b.device}"
         if a.layout != b.layout:
             return f"output {i}: layout cpu {a.layout} vs neuron {b.layout}"
+        if not values:
+            if (a.dtype, a.shape, a.stride()) != (b.dtype, b.shape, b.stride()):
+                return f"output {i}: cpu {a.dtype}{list(a.shape)}{a.stride()} vs neuron {b.dtype}{list(b.shape)}{b.stride()}"
+            continue
         if a.layout != torch.strided:
             a, b = a.to_dense(), b.cpu().to_dense()
         try:
@@ -176,6 +185,7 @@ def run_pair(
     outcome: Outcome,
     backward: bool,
     extra_grads: Callable[[Any], list[torch.Tensor]] | None = None,
+    values: bool = True,
 ) -> None:
     """Run `call` on fresh CPU and neuron inputs, compare forward and (if asked) backward.
 
@@ -192,14 +202,14 @@ def run_pair(
     except Exception as e:
         outcome.record("forward", FAIL, "neuron raised, cpu did not: " + _err(e))
         return
-    diff = compare(co, no)
+    diff = compare(co, no, values)
     if diff:
         ci2 = cpu_inputs()
         try:
             again = _seeded(lambda: call(ci2), False)
         except Exception:
             again = None
-        if again is None or compare(co, again):
+        if again is None or compare(co, again, values):
             return  # the CPU does not reproduce itself: not comparable
         outcome.record("forward", FAIL, diff)
         return
@@ -272,6 +282,7 @@ def check_op(op: Any, dtype: torch.dtype) -> Outcome:
             lambda tree=tree, where=where: move(tree, where, "neuron"),
             outcome,
             backward=grad,
+            values=op.name not in UNINITIALIZED,
         )
     return outcome
 

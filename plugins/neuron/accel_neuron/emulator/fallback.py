@@ -83,10 +83,12 @@ class OpInfo:
         "single_fresh",
         "cpu_args",
         "cpu_returns",
+        "call",
     )
 
     def __init__(self, op: torch._ops.OpOverload) -> None:
         schema = op._schema
+        self.call = op._op  # the C++ callable behind OpOverload.__call__ (one Python frame less)
         self.name = schema.name
         self.arg_names = [a.name for a in schema.arguments]
         self.cpu_returns = _CPU_RETURNS.get(self.name, frozenset())
@@ -291,7 +293,7 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
     elif info.has_out:
         out = _run_out(op, info, args, kwargs, cargs, ckwargs)
     else:
-        out = op(*cargs, **ckwargs)
+        out = info.call(*cargs, **ckwargs)
 
     if info.resync:
         _resync(info, args, kwargs, cargs, ckwargs)
