@@ -84,6 +84,12 @@ def collect() -> dict[str, Any]:
     return report
 
 
+_MEMORY_SOURCES = {
+    "allocator": "allocator (bytes held by the device's tensor allocator)",
+    "process": "process (resident set size of this process and its peak; not only tensors)",
+}
+
+
 def _render(report: dict[str, Any], show_tracebacks: bool) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -132,6 +138,8 @@ def _render(report: dict[str, Any], show_tracebacks: bool) -> None:
         details.add_row("supports", ", ".join(supported) or "-")
         details.add_row("unsupported", ", ".join(missing) or "-")
         details.add_row("compile backend", str(caps["compile_backend"]))
+        if caps.get("memory_stats"):
+            details.add_row("memory statistics", _MEMORY_SOURCES.get(caps["memory_source"], caps["memory_source"]))
         details.add_row("amp dtype", report["amp_dtype"])
         details.add_row("dist backend", report["dist_backend"])
         for key, value in report["environment"]:
