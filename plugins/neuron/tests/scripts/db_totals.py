@@ -33,7 +33,11 @@ def main() -> None:
     if a.modules:
         from torch.testing._internal.common_modules import module_db
 
-        items = [(m.name, m) for m in module_db]
+        items = [
+            (f"{m.name}-{'train' if t else 'eval'}", (m, t))
+            for m in module_db
+            for t in ((True, False) if m.train_and_eval_differ else (True,))
+        ]
     else:
         from torch.testing._internal.common_methods_invocations import op_db
 
@@ -45,7 +49,7 @@ def main() -> None:
             continue
         t = time.perf_counter()
         if a.modules:
-            o = h.check_module(item, dtype, training=True)
+            o = h.check_module(item[0], dtype, training=item[1])
         else:
             o = h.check_op(item, dtype)
         slow.append((time.perf_counter() - t, name))
@@ -59,7 +63,10 @@ def main() -> None:
             print(f"FWD {name}: {o.forward_msg}", flush=True)
         if o.backward == h.FAIL:
             print(f"BWD {name}: {o.backward_msg}", flush=True)
-    print(f"forward: {fp}/{fc} bitwise; backward: {bp}/{bc} bitwise; {time.perf_counter() - t0:.1f} s")
+    print(
+        f"{len(items)} entries; forward: {fp}/{fc} bitwise; backward: {bp}/{bc} bitwise; "
+        f"{time.perf_counter() - t0:.1f} s wall, {time.process_time():.1f} s CPU (process)"
+    )
     for s, n in sorted(slow, reverse=True)[:15]:
         print(f"  {s:6.2f} s {n}")
 
