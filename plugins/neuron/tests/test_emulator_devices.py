@@ -27,18 +27,18 @@ pytestmark = pytest.mark.usefixtures("neuron_emulator")
 SAME_DEVICE = "Expected all tensors to be on the same device"
 
 
-@pytest.mark.parametrize(
-    "fn",
-    [
-        lambda d, c: d + c,
-        lambda d, c: d @ c.T,
-        lambda d, c: torch.cat([d, c]),
-        lambda d, c: F.linear(c, d),
-        lambda d, c: torch.where(c > 0, d, d),
-        lambda d, c: d.add_(c),
-    ],
-    ids=["add", "matmul", "cat", "linear", "where", "add_"],
-)
+# (d, other) -> an op on both; `other` is on the CPU or on another neuron device
+MIXES = {
+    "add": lambda d, o: d + o,
+    "matmul": lambda d, o: d @ o.T,
+    "cat": lambda d, o: torch.cat([d, o]),
+    "linear": lambda d, o: F.linear(o, d),
+    "where": lambda d, o: torch.where(o > 0, d, d),
+    "add_": lambda d, o: d.add_(o),
+}
+
+
+@pytest.mark.parametrize("fn", MIXES.values(), ids=MIXES.keys())
 def test_cpu_tensor_meeting_neuron_tensor_raises(fn):
     d, c = torch.randn(3, 4, device="neuron"), torch.randn(3, 4)
     with pytest.raises(RuntimeError, match=SAME_DEVICE) as info:
@@ -115,19 +115,10 @@ def test_default_count_is_two_and_tensors_report_their_index():
     assert torch.equal((a + b).cpu(), a.cpu() + b.cpu())
 
 
-@pytest.mark.parametrize(
-    "fn",
-    [
-        lambda d, o: d + o,
-        lambda d, o: d @ o.T,
-        lambda d, o: torch.cat([d, o]),
-        lambda d, o: F.linear(o, d),
-        lambda d, o: torch.where(o > 0, d, d),
-        lambda d, o: d.add_(o),
-        lambda d, o: d + o.sum(),  # a 0-dim tensor on another neuron device is no CPU scalar
-    ],
-    ids=["add", "matmul", "cat", "linear", "where", "add_", "0-dim"],
-)
+NEURON_MIXES = {**MIXES, "0-dim": lambda d, o: d + o.sum()}  # a 0-dim neuron:1 tensor is no CPU scalar
+
+
+@pytest.mark.parametrize("fn", NEURON_MIXES.values(), ids=NEURON_MIXES.keys())
 def test_tensors_on_two_neuron_devices_raise_the_cuda_error(fn):
     d, o = torch.randn(3, 4, device="neuron:0"), torch.randn(3, 4, device="neuron:1")
     with pytest.raises(RuntimeError, match=SAME_DEVICE) as info:

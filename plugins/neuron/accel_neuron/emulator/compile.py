@@ -14,13 +14,15 @@ test ``device.type == "cpu"``. So a graph that touches neuron tensors under defa
 log line saying so; graphs on other devices still go to inductor.
 
 Dynamo's device interface for ``neuron`` is registered too (streams, events, current device).
-All of this happens on the first ``torch.compile`` call, when dynamo is imported anyway.
+All of this happens on the first ``torch.compile`` call, when dynamo is imported anyway (or
+at install, when dynamo is already imported).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import sys
 from typing import Any
 
 import torch
@@ -117,7 +119,7 @@ def _device_interface() -> type:
         current_device = staticmethod(mod.current_device)
         set_device = staticmethod(mod.set_device)
         exchange_device = staticmethod(mod._exchange_device)
-        maybe_exchange_device = staticmethod(mod._exchange_device)
+        maybe_exchange_device = staticmethod(mod._maybe_exchange_device)
         device_count = staticmethod(mod.device_count)
         is_available = staticmethod(mod.is_available)
         stream = staticmethod(mod.stream)
@@ -194,3 +196,5 @@ def patch() -> None:
     torch.compile = compile  # type: ignore[assignment]
     wrapper = torch._TorchCompileInductorWrapper
     wrapper.__call__ = _route_inductor(wrapper.__call__)  # type: ignore[method-assign]
+    if "torch._dynamo" in sys.modules:  # already paid for: register now, not at the first compile
+        register()
