@@ -17,6 +17,8 @@ from torch.testing._internal.common_methods_invocations import op_db
 _F32 = [op for op in op_db if torch.float32 in op.supported_dtypes("cpu")]
 _BF16 = [op for op in op_db if torch.bfloat16 in op.supported_dtypes("cpu")]
 
+harness.unfreeze_backend_flags()
+
 
 def _check(op, dtype: torch.dtype) -> None:
     name = harness.op_ids([op])[0]
