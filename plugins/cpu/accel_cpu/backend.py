@@ -47,12 +47,21 @@ class CpuBackend(Backend):
         )
 
     def hot_bindings(self) -> Mapping[str, Callable[..., Any]]:
-        # torch.cpu's own functions have the same signatures and meaning: bind them directly.
+        # Only callables that mean exactly what the methods below mean. torch.cpu.synchronize
+        # ignores its argument, while accel.synchronize(7) must say index 7 does not exist, so
+        # it is bound to a plain function that checks a given device (torch's own is a Python
+        # function too: the same cost when no device is given).
+        index_of = self.index_of
+
+        def synchronize(device: DeviceLike = None) -> None:
+            if device is not None:
+                index_of(device)
+
         return {
-            "synchronize": torch.cpu.synchronize,
+            "synchronize": synchronize,
             "device_count": torch.cpu.device_count,
             "current_device": _current_device,
-            "manual_seed": torch.default_generator.manual_seed,
+            "manual_seed": torch.default_generator.manual_seed,  # argument checked by accel's binding
         }
 
     # identity ---------------------------------------------------------------
@@ -71,7 +80,8 @@ class CpuBackend(Backend):
         return f"CPU ({os.cpu_count()} logical cores, {torch.get_num_threads()} torch threads)"
 
     def synchronize(self, device: DeviceLike = None) -> None:
-        self.index_of(device)
+        if device is not None:
+            self.index_of(device)
 
     # RNG: the CPU device *is* the default generator ---------------------------
 
