@@ -72,6 +72,21 @@ def test_recurrent_cells_match_the_cpu(cls) -> None:
     _assert_bitwise(_both(step, x, *(hx if isinstance(hx, tuple) else (hx,))))
 
 
+def test_lstm_dropout_draws_from_the_device_generator() -> None:
+    torch.manual_seed(0)
+    cpu = nn.LSTM(4, 5, num_layers=3, dropout=0.5)
+    neuron = nn.LSTM(4, 5, num_layers=3, dropout=0.5).to("neuron")
+    neuron.load_state_dict(cpu.state_dict())
+    x = torch.randn(6, 2, 4)
+    torch.manual_seed(3)
+    expected = cpu(x)[0]
+    torch.manual_seed(3)
+    state = torch.get_rng_state()
+    torch.manual_seed(99)  # the CPU generator's state must not matter, only the device's
+    torch.neuron.set_rng_state(state)
+    assert torch.equal(expected, neuron(x.to("neuron"))[0].cpu())
+
+
 def test_packed_sequence_lstm_matches_the_cpu() -> None:
     torch.manual_seed(0)
     cpu = nn.LSTM(3, 4)

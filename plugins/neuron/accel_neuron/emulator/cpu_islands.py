@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from . import fallback, storage
+from . import fallback, rng, storage
 
 _Tensor = torch.Tensor
 
@@ -57,6 +57,11 @@ class _Call:
         self.others = [None if t else x for x, t in zip(leaves, self.is_tensor, strict=True)]
         self.tensors = [x for x in leaves if isinstance(x, _Tensor)]
         self._check_devices(args)
+        # Dropout between layers draws random numbers: from the device generator, as on a device.
+        names = fallback.info_for(op).arg_names
+        named = dict(zip(names, args, strict=False))  # trailing defaults may be omitted
+        named.update(kwargs)
+        self.random = bool(named.get("dropout", 0)) and bool(named.get("train", False))
 
     def _check_devices(self, args: tuple) -> None:
         if not any(_is_neuron(t) for t in self.tensors):
@@ -73,6 +78,9 @@ class _Call:
         it = iter(cpu_tensors)
         leaves = [next(it) if t else x for x, t in zip(self.others, self.is_tensor, strict=True)]
         args, kwargs = pytree.tree_unflatten(leaves, self.spec)
+        if self.random:
+            with rng.swapped_in():
+                return self.op(*args, **kwargs)
         return self.op(*args, **kwargs)
 
 
