@@ -280,7 +280,7 @@ def _already_applied(series: Series, torch_root: Path, target: Path) -> None:
                     f"the {len(manifest['patches'])} patches are already applied in place to {root} "
                     f"(state in {target}); nothing to do. Undo with: accel patches revert --target {target}"
                 )
-    states = {r.state for r in check_series(series, torch_root)}
+    states = {r.state for r in check_series(series, torch_root) if r.patch.kind == "wheel"}
     if states == {"applied"}:
         raise AlreadyAppliedError(
             f"the patches are already applied to the torch files under {torch_root}, but not recorded in "
