@@ -13,9 +13,9 @@ Mechanics:
   design) stays on the CPU for the neuron run too.
 * Random ops: the CPU generator state is copied into the neuron generator before each
   run; a mismatch is only reported if the CPU, run again, reproduces itself.
-* "Bitwise" is ``assert_close(rtol=0, atol=0, equal_nan=True)`` on every tensor of the
-  output pytree, plus equal dtype, shape and (for tensors that come back on neuron) the
-  expected device. Ops returning uninitialized memory (``empty`` and kin) are compared
+* "Bitwise" is the project's bitwise comparison (``accel_abstraction.testing.compare``:
+  same dtype, shape and bytes; ``-0.0`` differs from ``0.0``) on every tensor of the
+  output pytree; plain values must be equal. Ops returning uninitialized memory (``empty`` and kin) are compared
   by dtype, shape and strides only.
 """
 
@@ -29,6 +29,8 @@ from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
+
+from accel_abstraction.testing.compare import _compare_tensors
 
 SAMPLES_PER_OP = 3
 # Ops whose result is uninitialized memory: only dtype, shape and strides are compared.
@@ -132,12 +134,13 @@ def compare(cpu: Any, neuron: Any, values: bool = True) -> str:
             continue
         if a.layout != torch.strided:
             a, b = a.to_dense(), b.cpu().to_dense()
-        try:
-            torch.testing.assert_close(
-                b.detach().cpu(), a.detach(), rtol=0, atol=0, equal_nan=True, check_device=False
-            )
-        except AssertionError as e:
-            return f"output {i} ({a.dtype}{list(a.shape)}): {str(e).splitlines()[0:4]}"
+        if a.is_conj() != b.is_conj() or a.is_neg() != b.is_neg():
+            return f"output {i}: conj/neg bits cpu {a.is_conj()}/{a.is_neg()} vs neuron {b.is_conj()}/{b.is_neg()}"
+        a = a.detach().resolve_conj().resolve_neg()
+        b = b.detach().cpu().resolve_conj().resolve_neg()
+        why = _compare_tensors(a, b, 0.0, 0.0)
+        if why:
+            return f"output {i} ({a.dtype}{list(a.shape)}): " + why.format(got="neuron", ref="cpu")
     return ""
 
 

@@ -103,6 +103,21 @@ def test_packed_sequence_lstm_matches_the_cpu() -> None:
     assert all(torch.equal(a, b) for a, b in zip(outs[0][1], outs[1][1], strict=True))
 
 
+def test_recurrent_layer_on_a_second_device_stays_there() -> None:
+    torch.manual_seed(0)
+    cpu = nn.GRU(3, 4)
+    neuron = nn.GRU(3, 4).to("neuron:1")
+    neuron.load_state_dict(cpu.state_dict())
+    x = torch.randn(5, 2, 3)
+    out = neuron(x.to("neuron:1"))[0]
+    out.sum().backward()
+    cpu(x)[0].sum().backward()
+    assert out.device == torch.device("neuron:1") and neuron.weight_hh_l0.grad.device == out.device
+    assert torch.equal(cpu.weight_hh_l0.grad, neuron.weight_hh_l0.grad.cpu())
+    with pytest.raises(RuntimeError, match="same device"):
+        neuron(x.to("neuron:0"))
+
+
 def test_recurrent_input_modified_in_place_after_forward_is_caught() -> None:
     lstm = nn.LSTM(3, 4).to("neuron")
     x = torch.randn(2, 1, 3, device="neuron", requires_grad=True)

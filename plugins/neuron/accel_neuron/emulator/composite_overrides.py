@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from . import cpu_islands, cpu_policies, fallback, storage
+from . import cpu_islands, cpu_policies, fallback
 from .compile import sdp_choice
 
 aten = torch.ops.aten
@@ -65,33 +65,6 @@ def _bool_mask_to_additive(mask: torch.Tensor | None, dtype: torch.dtype) -> tor
     return torch.where(mask.logical_not(), float("-inf"), zero)
 
 
-def _probe(t: torch.Tensor | None) -> torch.Tensor | None:
-    """A CPU stand-in for `t` that the CPU kernel chooser sees exactly as the CPU would (grad flag too)."""
-    if t is None or t.device.type != "neuron":
-        return t
-    c = storage.fresh_cpu_view(t)
-    return c.requires_grad_(True) if t.requires_grad else c
-
-
-def _sdp_choice(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa) -> int:
-    if not all(t is None or type(t) is torch.Tensor for t in (query, key, value, attn_mask)):
-        # torch.compile is tracing (fake/functional/proxy tensors): the CPU's answer for real
-        # CPU stand-ins of the same geometry and requires_grad
-        return sdp_choice(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-    # Through the fallback the chooser would see CPU views without requires_grad, and choose
-    # differently from the CPU when gradients are needed.
-    return aten._fused_sdp_choice(
-        _probe(query),
-        _probe(key),
-        _probe(value),
-        _probe(attn_mask),
-        dropout_p,
-        is_causal,
-        scale=scale,
-        enable_gqa=enable_gqa,
-    )
-
-
 def _sdpa(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -103,7 +76,8 @@ def _sdpa(
     enable_gqa: bool = False,
 ) -> torch.Tensor:
     # What the CPU runs: ask the CPU backend chooser, then call the CPU flash kernel or the math path.
-    choice = _sdp_choice(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    # (sdp_choice: the CPU's answer, with the CPU's requires_grad flags, also while torch.compile traces)
+    choice = sdp_choice(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     mask = _bool_mask_to_additive(attn_mask, query.dtype)
     if choice == _FLASH:
         return aten._scaled_dot_product_flash_attention_for_cpu(

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from . import fallback, rng, storage
+from . import devices, fallback, rng, storage
 
 _Tensor = torch.Tensor
 
@@ -56,6 +56,8 @@ class _Call:
         self.is_tensor = [isinstance(x, _Tensor) for x in leaves]
         self.others = [None if t else x for x, t in zip(leaves, self.is_tensor, strict=True)]
         self.tensors = [x for x in leaves if isinstance(x, _Tensor)]
+        first = next((t for t in self.tensors if _is_neuron(t)), None)
+        self.index = first.get_device() if first is not None else devices.current()  # results go here
         self._check_devices(args)
         # Dropout between layers draws random numbers: from the device generator, as on a device.
         names = fallback.info_for(op).arg_names
@@ -71,15 +73,19 @@ class _Call:
             if i < len(info.arg_names) and info.arg_names[i] in _CPU_BY_DESIGN:
                 continue
             for x in pytree.tree_leaves(a):
-                if isinstance(x, _Tensor) and x.device.type == "cpu" and x.dim() != 0:
-                    raise fallback.device_mismatch(info, i)
+                if not isinstance(x, _Tensor):
+                    continue
+                if (x.device.type == "cpu" and x.dim() != 0) or (
+                    _is_neuron(x) and x.get_device() != self.index
+                ):
+                    raise fallback.device_mismatch(info, i, x.device, self.index)
 
     def run_cpu(self, cpu_tensors: list[_Tensor]) -> Any:
         it = iter(cpu_tensors)
         leaves = [next(it) if t else x for x, t in zip(self.others, self.is_tensor, strict=True)]
         args, kwargs = pytree.tree_unflatten(leaves, self.spec)
         if self.random:
-            with rng.swapped_in():
+            with rng.swapped_in(self.index):
                 return self.op(*args, **kwargs)
         return self.op(*args, **kwargs)
 
@@ -96,9 +102,9 @@ def _cpu(t: _Tensor, requires_grad: bool) -> _Tensor:
     return c.requires_grad_(True) if requires_grad else c
 
 
-def _neuron(c: Any) -> Any:
+def _neuron(c: Any, index: int) -> Any:
     if isinstance(c, _Tensor) and c.device.type == "cpu":
-        return storage.to_neuron(c.detach())
+        return storage.to_neuron(c.detach(), index)
     return c
 
 
@@ -113,7 +119,8 @@ class _Island(torch.autograd.Function):
         ctx.cpu_in = [c if c.requires_grad and c.is_leaf else None for c in cpu_in]
         ctx.cpu_out = flat
         ctx.save_for_backward(*tensors)  # version counters: in-place changes after forward are caught
-        result = [_neuron(c) for c in flat]
+        result = [_neuron(c, call.index) for c in flat]
+        ctx.index = call.index
         ctx.mark_non_differentiable(
             *(r for r, c in zip(result, flat, strict=True) if isinstance(r, _Tensor) and not c.requires_grad)
         )
@@ -134,7 +141,7 @@ class _Island(torch.autograd.Function):
             got = iter(torch.autograd.grad(outs, inputs, gouts, allow_unused=True))
             for i, c in enumerate(ctx.cpu_in):
                 if c is not None:
-                    result[i] = _neuron(next(got))
+                    result[i] = _neuron(next(got), ctx.index)
         ctx.cpu_in = ctx.cpu_out = None
         return (None, *result)
 
@@ -146,7 +153,7 @@ def _kernel(op: Any, autograd: bool):
             return _unflatten(op, _Island.apply(call, *call.tensors))
         # The CPU path looks at requires_grad even without grad mode (oneDNN's GRU/RNN): keep the flags.
         out = call.run_cpu([_cpu(t, t.requires_grad) for t in call.tensors])
-        return pytree.tree_map(_neuron, out)
+        return pytree.tree_map(lambda c: _neuron(c, call.index), out)
 
     kernel.__name__ = f"neuron_island_{op._schema.name.split('::')[-1]}"
     return kernel

@@ -248,8 +248,8 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
     else:
         ckwargs = {}
     if bad is not None and index >= 0 and info.check_devices:
-        if info.cpu_args:  # CPU tensors by design (pack_padded_sequence lengths) are not misplaced
-            bad = _first_misplaced(info, args, kwargs)
+        if info.cpu_args and bad in info.cpu_args:
+            bad = _first_misplaced(info, args, kwargs, index)
         if bad is not None:
             _raise_mismatch(info, bad, args, kwargs, index)
 
@@ -330,13 +330,14 @@ def sparse_fallback_kernel(op: Any, *args: Any, **kwargs: Any) -> Any:
     raise sparse_limit(op._schema.name, layout)
 
 
-def _first_misplaced(info: OpInfo, args: tuple, kwargs: dict) -> Any:
-    """The first non-0-dim CPU tensor argument that is not CPU by design, or None."""
+def _first_misplaced(info: OpInfo, args: tuple, kwargs: dict, index: int) -> Any:
+    """The first argument off neuron:`index` that is not CPU by design (nor a 0-dim CPU tensor), or None."""
+    dev = devices.DEVICES[index]
     for where, value in [*enumerate(args), *kwargs.items()]:
         if where in info.cpu_args or where in info.index_pos:
             continue
         for v in value if isinstance(value, (list, tuple)) else (value,):
-            if isinstance(v, _Tensor) and v.is_cpu and v.dim() != 0:
+            if isinstance(v, _Tensor) and v.device != dev and not (v.is_cpu and v.dim() == 0):
                 return where
     return None
 
