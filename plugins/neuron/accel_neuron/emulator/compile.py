@@ -43,6 +43,16 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
     return aot_eager(gm, example_inputs)
 
 
+def _probe(t: torch.Tensor | None) -> torch.Tensor | None:
+    """A CPU view of neuron tensor `t` that the CPU kernel chooser sees as the CPU would (grad flag too)."""
+    if t is None or t.device.type != "neuron":
+        return t
+    from . import storage
+
+    c = storage.fresh_cpu_view(t)
+    return c.requires_grad_(True) if t.requires_grad else c
+
+
 def sdp_choice(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -63,8 +73,11 @@ def sdp_choice(
     """
     tensors = (query, key, value, attn_mask)
     if all(t is None or type(t) is torch.Tensor for t in tensors):
+        # Through the fallback the chooser would see CPU views without requires_grad and could
+        # choose differently from the CPU when gradients are needed: ask it about CPU views that
+        # carry the flags (zero-copy).
         return torch.ops.aten._fused_sdp_choice(
-            query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
+            *(_probe(t) for t in tensors), dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
         )
     from torch.utils._python_dispatch import _disable_current_modes
 

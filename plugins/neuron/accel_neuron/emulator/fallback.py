@@ -50,6 +50,14 @@ _COPY_OPS = frozenset(
         "aten::set_",
     }
 )
+# Tensor arguments that are CPU tensors by design on every device (PyTorch moves them there).
+_CPU_ARGS = {
+    "aten::_pack_padded_sequence": frozenset({"lengths"}),
+    "aten::_pad_packed_sequence": frozenset({"batch_sizes"}),
+    "aten::_pack_padded_sequence_backward": frozenset({"batch_sizes"}),
+}
+# Results that are CPU tensors by design (return positions).
+_CPU_RETURNS = {"aten::_pack_padded_sequence": frozenset({1})}
 # Ops that change the storage or geometry of a written argument.
 _RESHAPING_OPS = frozenset({"aten::set_", "aten::resize_", "aten::_resize_output_", "aten::resize_as_"})
 
@@ -73,12 +81,19 @@ class OpInfo:
         "has_out",
         "arg_names",
         "single_fresh",
+        "cpu_args",
+        "cpu_returns",
+        "call",
     )
 
     def __init__(self, op: torch._ops.OpOverload) -> None:
         schema = op._schema
+        self.call = op._op  # the C++ callable behind OpOverload.__call__ (one Python frame less)
         self.name = schema.name
         self.arg_names = [a.name for a in schema.arguments]
+        self.cpu_returns = _CPU_RETURNS.get(self.name, frozenset())
+        names = _CPU_ARGS.get(self.name, frozenset())
+        self.cpu_args = frozenset({i for i, n in enumerate(self.arg_names) if n in names} | set(names))
         write_pos: list[int] = []
         write_names: list[str] = []
         alias_of: dict[str, tuple[int, str]] = {}
@@ -233,7 +248,10 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
     else:
         ckwargs = {}
     if bad is not None and index >= 0 and info.check_devices:
-        _raise_mismatch(info, bad, args, kwargs, index)
+        if info.cpu_args and bad in info.cpu_args:
+            bad = _first_misplaced(info, args, kwargs, index)
+        if bad is not None:
+            _raise_mismatch(info, bad, args, kwargs, index)
 
     # Output device: an explicit device argument decides, else the neuron arguments', else the current one.
     to_cpu = False
@@ -270,15 +288,58 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
     elif info.has_out:
         out = _run_out(op, info, args, kwargs, cargs, ckwargs)
     else:
-        out = op(*cargs, **ckwargs)
+        out = info.call(*cargs, **ckwargs)
 
     if info.resync:
         _resync(info, args, kwargs, cargs, ckwargs)
     if out is None:
         return None
-    if out.__class__ is _Tensor and info.single_fresh:
-        return out if to_cpu or not out.is_cpu else _to_neuron(out, out_index)
-    return _wrap(info, out, args, kwargs, to_cpu, out_index)
+    try:
+        if out.__class__ is _Tensor and info.single_fresh:
+            return out if to_cpu or not out.is_cpu else _to_neuron(out, out_index)
+        return _wrap(info, out, args, kwargs, to_cpu, out_index)
+    except NotImplementedError:
+        # A sparse CPU result ("Cannot access storage of SparseTensorImpl") has no neuron twin.
+        for x in torch.utils._pytree.tree_leaves(out):
+            if isinstance(x, _Tensor) and x.layout != torch.strided:
+                raise sparse_limit(info.name, x.layout) from None
+        raise
+
+
+def sparse_limit(op_name: str, layout: Any) -> Exception:
+    """The error for a sparse tensor on the neuron device."""
+    from .errors import limit
+
+    return limit(
+        f"{op_name}: a {layout} tensor on the neuron device",
+        "The emulated device holds dense (torch.strided) tensors only: keep sparse tensors on the CPU, "
+        "or call .to_dense() before moving them to neuron.",
+    )
+
+
+def sparse_fallback_kernel(op: Any, *args: Any, **kwargs: Any) -> Any:
+    """The SparsePrivateUse1 / SparseCsrPrivateUse1 fallback: a clear error naming the limit."""
+    layout = next(
+        (
+            x.layout
+            for x in torch.utils._pytree.tree_leaves((args, kwargs))
+            if isinstance(x, _Tensor) and x.layout != torch.strided
+        ),
+        "sparse",
+    )
+    raise sparse_limit(op._schema.name, layout)
+
+
+def _first_misplaced(info: OpInfo, args: tuple, kwargs: dict, index: int) -> Any:
+    """The first argument off neuron:`index` that is not CPU by design (nor a 0-dim CPU tensor), or None."""
+    dev = devices.DEVICES[index]
+    for where, value in [*enumerate(args), *kwargs.items()]:
+        if where in info.cpu_args or where in info.index_pos:
+            continue
+        for v in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(v, _Tensor) and v.device != dev and not (v.is_cpu and v.dim() == 0):
+                return where
+    return None
 
 
 def _arg(info: OpInfo, pos: int, name: str, args: tuple | list, kwargs: dict) -> Any:
@@ -354,7 +415,7 @@ def _wrap(info: OpInfo, out: Any, args: tuple, kwargs: dict, to_cpu: bool, index
             src = info.ret_src[i] if i < len(info.ret_src) else None
             if src is not None:
                 res.append(_arg(info, src[0], src[1], args, kwargs))
-            elif isinstance(x, _Tensor) and x.is_cpu and not to_cpu:
+            elif isinstance(x, _Tensor) and x.is_cpu and not to_cpu and i not in info.cpu_returns:
                 res.append(_to_neuron(x, index))
             elif isinstance(x, list):
                 res.append(

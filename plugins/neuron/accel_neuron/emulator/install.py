@@ -29,6 +29,8 @@ def unsupported_torch(version: str | None = None) -> str | None:
         f"torch=={EMULATED_TORCH[-1]}.* for the emulated device (the public accel API and the native "
         f"neuron backend do not depend on these hooks)"
     )
+
+
 _lock = threading.Lock()
 _installed = False
 

@@ -158,12 +158,20 @@ def to_neuron(c: torch.Tensor, index: int = 0) -> torch.Tensor:
         st = _new_storage_over(cst, ptr, cst.nbytes(), index)
     else:
         index = st._emu_index
-    t = _create_empty(_EMPTY_SHAPE, c.dtype) if index == 0 else _empty_on(index, c.dtype)
-    _redispatch_set(_CPU_KEYSET, t, st, c.storage_offset(), c.shape, c.stride())
-    if c.is_conj():
+    dtype, offset, size, stride = c.dtype, c.storage_offset(), c.shape, c.stride()
+    t = _create_empty(_EMPTY_SHAPE, dtype) if index == 0 else _empty_on(index, dtype)
+    _redispatch_set(_CPU_KEYSET, t, st, offset, size, stride)
+    conj, neg = c.is_conj(), c.is_neg()
+    if conj:
         _set_conj(t, True)
-    if c.is_neg():
+    if neg:
         _set_neg(t, True)
+    if not (conj or neg):
+        # `c` is a CPU view of `t` already: the next op that reads `t` (usually the very next
+        # one) gets it from the view cache instead of building one.
+        cache = st._emu_views
+        if len(cache) < _VIEW_CACHE_SIZE:
+            cache.setdefault((dtype, size, stride, offset), c)
     return t
 
 
