@@ -52,6 +52,9 @@ def install() -> None:
         from . import registration
 
         registration.register()
+        from . import storage_resize
+
+        storage_resize.install()
         from .autograd_threads import run_backward_in_caller_thread
 
         run_backward_in_caller_thread()
