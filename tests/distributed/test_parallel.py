@@ -28,7 +28,8 @@ def _launch(backend: str, group: str, nproc: int, out: Path, ckpt: Path) -> list
         reason = _emulated_neuron_usable()
         if reason:
             pytest.skip(reason)
-        env.update(ACCEL_BACKEND="neuron", ACCEL_NEURON_EMULATE="1")
+        # One emulated device per rank, as on Trainium (one NeuronCore per process).
+        env.update(ACCEL_BACKEND="neuron", ACCEL_NEURON_EMULATE="1", ACCEL_NEURON_EMULATE_DEVICES=str(nproc))
     out.mkdir(parents=True, exist_ok=True)
     cmd = _torchrun(
         f"--nproc-per-node={nproc}", "--master-addr=127.0.0.1", f"--master-port={free_port()}",
@@ -46,10 +47,11 @@ def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     ckpt.mkdir()
     two = _launch(request.param, "two", 2, root / "two", ckpt)
     four = _launch(request.param, "four", 4, root / "four", ckpt)
-    device_type = "cpu" if request.param == "cpu" else "neuron"
-    for res in two + four:
-        assert res["device"].split(":")[0] == device_type
-        assert res["backend"] == ("gloo" if request.param == "cpu" else "neuron")
+    for results in (two, four):
+        for rank, res in enumerate(results):
+            # Emulated neuron: each rank on its own device, neuron:<local rank>, as on Trainium.
+            assert res["device"] == ("cpu" if request.param == "cpu" else f"neuron:{rank}")
+            assert res["backend"] == ("gloo" if request.param == "cpu" else "neuron")
     return {"two": two, "four": four}
 
 

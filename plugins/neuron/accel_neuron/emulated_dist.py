@@ -24,6 +24,11 @@ device memory needs. Coalescing blocks (``dist._coalescing_manager``) run their
 collectives one by one. Timeouts are the process group's
 (``init_process_group(timeout=...)``): a peer that has exited makes the collective fail
 instead of hang.
+
+Local rank ``r`` uses ``neuron:r`` (as on Trainium, where the device index is ``LOCAL_RANK``):
+creating the group makes that device current, unless the process already chose or used
+a device (``torch.neuron.is_initialized()``, the rule ``init_device_mesh`` follows too).
+With fewer emulated devices than local ranks, ranks share them (``r % device_count``).
 """
 
 from __future__ import annotations
@@ -352,6 +357,15 @@ def premul_factor(op: dist.ReduceOp, collective: str) -> float | torch.Tensor:
     return factor.detach().cpu() if isinstance(factor, torch.Tensor) else float(factor)
 
 
+def _bind_local_device(rank: int) -> None:
+    """Make ``neuron:LOCAL_RANK`` current when the process has not chosen or used a device yet."""
+    mod = getattr(torch, "neuron", None)
+    if mod is None or not getattr(mod, "_is_emulated", False) or mod.is_initialized():
+        return
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    mod.set_device(local % mod.device_count())
+
+
 def register_emulated_process_group(name: str = BACKEND_NAME, devices: Sequence[str] = ("neuron",)) -> bool:
     """Register the emulated collective library with ``torch.distributed`` (idempotent).
 
@@ -364,6 +378,8 @@ def register_emulated_process_group(name: str = BACKEND_NAME, devices: Sequence[
             return False
 
         def create(store: dist.Store, rank: int, size: int, timeout: timedelta) -> EmulatedProcessGroup:
+            if "neuron" in devices:
+                _bind_local_device(rank)
             return EmulatedProcessGroup(store, rank, size, timeout, name.lower())
 
         dist.Backend.register_backend(name, create, devices=list(devices))

@@ -17,9 +17,16 @@ class NeuronSettings(ConfigSection):
     ``emulate = true`` (``ACCEL_NEURON_EMULATE=1``) runs the neuron device as a CPU
     emulation. It is never chosen on its own: without it, ``neuron`` needs AWS's
     TorchNeuron (``torch_neuronx``) and visible NeuronCores.
+
+    ``emulate_devices = N`` (``ACCEL_NEURON_EMULATE_DEVICES=N``) is how many devices the
+    emulation shows (``neuron:0`` .. ``neuron:N-1``, default 2); a Trainium instance has 2
+    to 128 logical NeuronCores.
     """
 
     model_config = section_config("ACCEL_NEURON_")
     section: ClassVar[str] = "neuron"
 
     emulate: bool = Field(False, description="Run the neuron device as a CPU emulation (CI, laptops).")
+    emulate_devices: int = Field(
+        2, ge=1, le=128, description="How many emulated devices (neuron:0 .. neuron:N-1) the emulation shows."
+    )

@@ -37,3 +37,19 @@ def test_growing_keeps_the_old_bytes_and_cpu_storages_are_untouched(neuron_emula
     c = torch.ones(2)
     c.untyped_storage().resize_(16)  # PyTorch's own resize for CPU storages
     assert c.untyped_storage().nbytes() == 16 and c.tolist() == [1.0, 1.0]
+
+
+def test_resize_on_the_second_device_stays_there(neuron_emulator: torch.device) -> None:
+    if torch.neuron.device_count() < 2:
+        import pytest
+
+        pytest.skip("the emulator shows one device")
+    t = torch.ones(4, device="neuron:1")
+    before = torch.neuron.memory_allocated(1)
+    st = t.untyped_storage()
+    st.resize_(0)
+    assert torch.neuron.memory_allocated(1) == before - 16
+    st.resize_(16)
+    t.fill_(3.0)
+    assert t.device == torch.device("neuron:1") and t.untyped_storage().device == torch.device("neuron:1")
+    assert torch.neuron.memory_allocated(1) == before and t.cpu().tolist() == [3.0] * 4

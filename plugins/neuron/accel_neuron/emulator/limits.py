@@ -23,21 +23,9 @@ from typing import Any
 
 import torch
 
-from . import device_module, storage
-from .errors import limit
+from . import device_module, devices, storage
 
 _patched = False
-
-
-def check_index(device: Any) -> None:
-    """Raise the one-device-per-process error for ``neuron:N``, N > 0."""
-    idx = device.index if isinstance(device, torch.device) else torch.device(device).index
-    if idx not in (None, 0, -1):
-        raise limit(
-            f"device neuron:{idx}",
-            "The emulator has one device per process (neuron:0); run one process per device, as "
-            "torchrun does on Trainium.",
-        )
 
 
 def _is_neuron(device: Any) -> bool:
@@ -55,8 +43,8 @@ def _patch_storage() -> None:
         if device is not None:
             dev = torch.device(device)
             if dev.type == "neuron":
-                check_index(dev)
-                return storage.neuron_storage_for(base_new(cls, *args, **kwargs))
+                index = devices.index_of(dev)
+                return storage.neuron_storage_for(base_new(cls, *args, **kwargs), index)
             return base_new(cls, *args, device=device, **kwargs)
         return base_new(cls, *args, **kwargs)
 

@@ -15,11 +15,12 @@ from that storage; new memory gets a new neuron storage.
 
 from __future__ import annotations
 
+import ctypes
 import weakref
 
 import torch
 
-from . import device_module, memory
+from . import device_module, devices, memory
 from .autograd_threads import run_backward_in_caller_thread
 
 _construct_storage = torch._C._construct_storage_from_data_pointer
@@ -33,46 +34,43 @@ _set_neg = torch._C._set_neg
 _CPU_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 _CPU = torch.device("cpu")
 
-_NEURON: list[torch.device] = []  # filled by install(), once PrivateUse1 is named "neuron"
+_NEURON = devices.DEVICES  # neuron:0 .. neuron:N-1, filled by install() once PrivateUse1 is named "neuron"
 
 # data pointer of a CPU allocation -> weak reference to the neuron storage over it
 _by_ptr: dict[int, weakref.ref] = {}
 _VIEW_CACHE_SIZE = 8  # CPU views kept per storage, by geometry
 
 
-def bind_device() -> None:
-    """Remember the `neuron:0` device object (call after PrivateUse1 has been renamed)."""
-    if not _NEURON:
-        _NEURON.append(torch.device("neuron", 0))
-
-
-def _on_free(ptr: int, nbytes: int):
+def _on_free(ptr: int, nbytes: int, index: int):
     def freed(ref: weakref.ref) -> None:
         if _by_ptr.get(ptr) is ref:
             del _by_ptr[ptr]
-        memory.free(nbytes)
+        memory.free(nbytes, index)
 
     return freed
 
 
-def _new_storage_over(cpu_storage: torch.UntypedStorage, ptr: int, nbytes: int) -> torch.UntypedStorage:
-    st = _construct_storage(ptr, _NEURON[0], nbytes)
+def _new_storage_over(
+    cpu_storage: torch.UntypedStorage, ptr: int, nbytes: int, index: int = 0
+) -> torch.UntypedStorage:
+    st = _construct_storage(ptr, _NEURON[index], nbytes)
     # A non-resizable CPU alias of the same memory, handed to CPU kernels; it keeps the owner alive.
     alias = _construct_storage(ptr, _CPU, nbytes)
     alias._emu_owner = getattr(cpu_storage, "_emu_owner", cpu_storage)
     st._emu_cpu = alias
     st._emu_views = {}
+    st._emu_index = index
     run_backward_in_caller_thread()
     if nbytes:
-        _by_ptr[ptr] = weakref.ref(st, _on_free(ptr, nbytes))
-        memory.allocate(nbytes)
+        _by_ptr[ptr] = weakref.ref(st, _on_free(ptr, nbytes, index))
+        memory.allocate(nbytes, index)
         if not device_module._initialized:
             device_module._initialized = True  # first use of the device, as CUDA's lazy init
     return st
 
 
-def neuron_storage_for(cpu_storage: torch.UntypedStorage) -> torch.UntypedStorage:
-    """Return the neuron storage over the memory of `cpu_storage`, creating it if needed."""
+def neuron_storage_for(cpu_storage: torch.UntypedStorage, index: int = 0) -> torch.UntypedStorage:
+    """Return the neuron storage over the memory of `cpu_storage`, creating one on device `index` if needed."""
     ptr = cpu_storage.data_ptr()
     nbytes = cpu_storage.nbytes()
     ref = _by_ptr.get(ptr)
@@ -80,7 +78,7 @@ def neuron_storage_for(cpu_storage: torch.UntypedStorage) -> torch.UntypedStorag
         existing = ref()
         if existing is not None and existing.nbytes() >= nbytes:
             return existing
-    return _new_storage_over(cpu_storage, ptr, nbytes)
+    return _new_storage_over(cpu_storage, ptr, nbytes, index)
 
 
 def set_geometry(t: torch.Tensor, st: torch.UntypedStorage, offset: int, size, stride) -> torch.Tensor:
@@ -89,21 +87,77 @@ def set_geometry(t: torch.Tensor, st: torch.UntypedStorage, offset: int, size, s
     return t
 
 
-def to_neuron(c: torch.Tensor) -> torch.Tensor:
-    """Map a CPU result tensor to a neuron tensor over the same memory (zero-copy)."""
+def to_neuron(c: torch.Tensor, index: int = 0) -> torch.Tensor:
+    """Map a CPU result tensor to a neuron tensor over the same memory (zero-copy).
+
+    Memory that already backs a neuron storage (a view, an in-place result) stays on that
+    storage's device; new memory becomes a storage on device `index`.
+    """
     cst = c.untyped_storage()
     ptr = cst.data_ptr()
     ref = _by_ptr.get(ptr)
     st = ref() if ref is not None else None
     if st is None or st.nbytes() < cst.nbytes():
-        st = _new_storage_over(cst, ptr, cst.nbytes())
-    t = _create_empty(_EMPTY_SHAPE, c.dtype)
+        st = _new_storage_over(cst, ptr, cst.nbytes(), index)
+    else:
+        index = st._emu_index
+    t = _create_empty(_EMPTY_SHAPE, c.dtype) if index == 0 else _empty_on(index, c.dtype)
     _redispatch_set(_CPU_KEYSET, t, st, c.storage_offset(), c.shape, c.stride())
     if c.is_conj():
         _set_conj(t, True)
     if c.is_neg():
         _set_neg(t, True)
     return t
+
+
+# ---------------------------------------------------------------- tensors on neuron:1 and up
+#
+# PyTorch's Python backend API makes empty PrivateUse1 tensors on index 0 only
+# (``torch._C._acc.create_empty_tensor``), and a tensor's storage can only be replaced by one
+# on the same device. For index i > 0 the emulator keeps one empty "base" tensor per
+# (index, dtype) and aliases it below autograd (a new TensorImpl on neuron:i with its own
+# version counter), which ``set_`` then points at the real storage. The first base of a
+# device comes from DLPack: a CPU tensor's capsule relabelled as the extension device
+# ``kDLExtDev``:i, which PyTorch imports as PrivateUse1 index i.
+
+_KDL_EXT_DEV = 12  # DLDeviceType kDLExtDev
+_DLTENSOR_DEVICE_OFFSET = 8  # DLTensor: void* data, then DLDevice {int32 device_type, int32 device_id}
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_alias = torch.ops.aten.alias.default._handle.redispatch_boxed
+_view_dtype = torch.ops.aten.view.dtype._handle.redispatch_boxed
+_PU1_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.PrivateUse1)
+_bases: dict[tuple[int, torch.dtype], torch.Tensor] = {}
+
+
+def _device_base(index: int) -> torch.Tensor:
+    """An empty float32 tensor on neuron:`index`, imported through DLPack."""
+    capsule = torch._C._to_dlpack(torch.empty(0))
+    device = (ctypes.c_int32 * 2).from_address(
+        _capsule_pointer(capsule, b"dltensor") + _DLTENSOR_DEVICE_OFFSET
+    )
+    device[0], device[1] = _KDL_EXT_DEV, index
+    base = torch._C._from_dlpack(capsule)
+    if base.device != _NEURON[index]:  # pragma: no cover - a PyTorch upgrade changed DLPack import
+        from .errors import EmulatorError
+
+        raise EmulatorError(
+            f"cannot make tensors on neuron:{index}: PyTorch imported a kDLExtDev DLPack tensor as "
+            f"{base.device}; this emulator needs PyTorch 2.13's DLPack import (kDLExtDev -> PrivateUse1)"
+        )
+    return base
+
+
+def _empty_on(index: int, dtype: torch.dtype) -> torch.Tensor:
+    """A new empty neuron tensor of `dtype` on device `index` (> 0), ready for :func:`set_geometry`."""
+    base = _bases.get((index, dtype))
+    if base is None:
+        base32 = _bases.get((index, torch.float32))
+        if base32 is None:
+            base32 = _bases[(index, torch.float32)] = _device_base(index)
+        base = _bases[(index, dtype)] = _alias(_PU1_KEYSET, _view_dtype(_CPU_KEYSET, base32, dtype))
+    return _alias(_PU1_KEYSET, base)
 
 
 def cpu_view(t: torch.Tensor) -> torch.Tensor:

@@ -36,9 +36,10 @@ def resize_storage(st: torch.UntypedStorage, nbytes: int) -> None:
     if nbytes == old:
         return
     device = st.device
+    index = getattr(st, "_emu_index", device.index or 0)
     old_ptr = st.data_ptr()
     cpu = torch.UntypedStorage(nbytes)
-    new = storage._new_storage_over(cpu, cpu.data_ptr(), nbytes)
+    new = storage._new_storage_over(cpu, cpu.data_ptr(), nbytes, index)
     keep = min(old, nbytes)
     if keep:
         _byte_view(new._emu_cpu)[:keep].copy_(_byte_view(st._emu_cpu)[:keep])
@@ -50,12 +51,13 @@ def resize_storage(st: torch.UntypedStorage, nbytes: int) -> None:
     # The bookkeeping follows the memory: st owns the new allocation, the old one is released.
     st._emu_cpu = new._emu_cpu if nbytes else torch.UntypedStorage(0)
     st._emu_views = {}
+    st._emu_index = index
     if old and storage._by_ptr.get(old_ptr) is not None and storage._by_ptr[old_ptr]() is st:
         del storage._by_ptr[old_ptr]  # its free callback goes with it: account for the free here
-        memory.free(old)
+        memory.free(old, index)
     if nbytes:
         ptr = st.data_ptr()
-        storage._by_ptr[ptr] = weakref.ref(st, storage._on_free(ptr, nbytes))
+        storage._by_ptr[ptr] = weakref.ref(st, storage._on_free(ptr, nbytes, index))
 
 
 def _resize(self: torch.UntypedStorage, size: int) -> torch.UntypedStorage:
