@@ -111,6 +111,9 @@ def _collectives(device: torch.device, rank: int, world: int) -> dict[str, objec
     work = dist.all_reduce(t, async_op=True)
     doubled = work.get_future().then(lambda fut: fut.value()[0] * 2).wait()
     out["async_future"] = [work.wait(), doubled.cpu().tolist(), t.cpu().tolist()]
+    big = torch.arange(8.0, device=device)
+    dist.all_reduce(big[2:5])  # a contiguous view at an offset: the result lands there, nowhere else
+    out["all_reduce_view"] = big.cpu().tolist()
     objs: list[object] = [None] * world
     dist.all_gather_object(objs, {"rank": rank})
     out["all_gather_object"] = objs

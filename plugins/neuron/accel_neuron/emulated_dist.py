@@ -1,25 +1,29 @@
-"""The ``neuron`` collective library for the emulated device: stage to CPU, run gloo, copy back.
+"""The ``neuron`` collective library for the emulated device: stage to CPU, run gloo, write back.
 
 The real TorchNeuron backend registers a ``torch.distributed`` backend named ``neuron``
 for ``neuron`` tensors. The CPU emulation of the device has no interconnect, so
 :func:`register_emulated_process_group` registers a stand-in under the same name: a
-Python :class:`torch.distributed.ProcessGroup` whose every collective copies its
-tensors to the CPU, runs the same collective on an inner gloo group, and copies the
+Python :class:`torch.distributed.ProcessGroup` whose every collective stages its
+tensors to the CPU, runs the same collective on an inner gloo group, and writes the
 results back into the caller's tensors (:meth:`EmulatedProcessGroup._via_gloo`, the one
 place that does it). ``dist.init_process_group("neuron")``, the ``torch.distributed``
 functions, ``DistributedDataParallel``, FSDP2, DTensor / tensor parallelism, device
 meshes and ``torch.distributed.checkpoint`` then run unchanged on emulated ``neuron``
-tensors (CPU tensors pass through without a copy).
+tensors (CPU tensors pass through as they are).
 
 Reductions: ``SUM``, ``AVG``, ``PRODUCT``, ``MIN``, ``MAX``, ``BAND``, ``BOR``, ``BXOR`` as
 gloo has them, and ``PREMUL_SUM`` (which gloo lacks: each rank's CPU copy is scaled by the
 factor, then summed, as NCCL does). A collective that cannot be emulated raises
 :class:`UnsupportedCollectiveError` naming it.
 
+Staging costs no copy for contiguous tensors: an emulated neuron tensor's memory is CPU
+memory, which gloo reads and writes through a CPU view; non-contiguous tensors are copied
+to a contiguous CPU tensor and the result copied back.
+
 Gloo talks over ``127.0.0.1`` (the emulator is a single-machine device), or over the
 interface named by ``GLOO_SOCKET_IFNAME`` when that is set. Collectives are synchronous:
 the returned ``Work`` is already complete (``wait()`` returns ``True`` at once,
-``get_future()`` is done and holds the output tensors), which is what a copy back into
+``get_future()`` is done and holds the output tensors), which is what writing back into
 device memory needs. Coalescing blocks (``dist._coalescing_manager``) run their
 collectives one by one. Timeouts are the process group's
 (``init_process_group(timeout=...)``): a peer that has exited makes the collective fail
@@ -69,10 +73,21 @@ class UnsupportedCollectiveError(DistributedError, NotImplementedError):
 
 
 def _stage(t: torch.Tensor) -> torch.Tensor:
-    """A contiguous CPU tensor with ``t``'s values (``t`` itself when it already is one)."""
+    """A contiguous CPU tensor with ``t``'s values, sharing ``t``'s memory where it can.
+
+    A contiguous CPU tensor is ``t`` itself. An emulated neuron tensor's memory is CPU
+    memory: a contiguous one is handed to gloo as a CPU view of that memory (no copy,
+    the emulator's ``fresh_cpu_view``), so the group moves what gloo moves. Anything
+    else (non-contiguous) is copied.
+    """
     t = t.detach()
-    if t.device.type == "cpu" and t.is_contiguous():
-        return t
+    if t.is_contiguous():
+        if t.device.type == "cpu":
+            return t
+        if t.device.type == "neuron" and getattr(torch.neuron, "_is_emulated", False):  # type: ignore[attr-defined]
+            from .emulator.storage import fresh_cpu_view
+
+            return fresh_cpu_view(t)
     return t.to("cpu").contiguous()
 
 
@@ -145,7 +160,7 @@ class EmulatedProcessGroup(dist.ProcessGroup):
         run: Callable[[Any, Any], dist.Work | None],
         opts: Any = None,
     ) -> dist.Work:
-        """Stage ``outputs`` and ``inputs`` (tensors or nested lists) to the CPU, ``run`` gloo on the copies, copy back.
+        """Stage ``outputs`` and ``inputs`` (tensors or nested lists) to the CPU, ``run`` gloo on them, write back.
 
         ``inputs is outputs`` (the same object) for in-place collectives. A ``PREMUL_SUM``
         in ``opts.reduceOp`` becomes a ``SUM`` of the inputs scaled by its factor. Returns
@@ -177,7 +192,7 @@ class EmulatedProcessGroup(dist.ProcessGroup):
             raise
         for t in _tensors(outputs):
             s = staged[id(t)]
-            if t.data_ptr() != s.data_ptr() or t.device != s.device:
+            if t.data_ptr() != s.data_ptr():  # a copy, not the tensor's own memory
                 t.detach().copy_(s)
         return _done(outputs if isinstance(outputs, list) else [outputs])
 
