@@ -64,31 +64,39 @@ def _fsdp2_step_times(device: object, dim: int, steps: int) -> list[float]:
     return times
 
 
-def _bandwidth(group: object, device: object, mib: int, reps: int = 9) -> dict[str, float]:
-    """GiB/s (payload bytes per rank / median time) of three collectives on ``group``."""
+def _bandwidth(groups: dict[str, tuple[object, object]], mib: int, reps: int = 9) -> dict[str, dict[str, float]]:
+    """GiB/s (payload bytes per rank / median time) of three collectives on each of ``groups``.
+
+    ``groups`` maps a label to ``(process group, device)``; the groups take turns within
+    every repetition, so they see the same machine load.
+    """
     import torch
     import torch.distributed as dist
 
     n = mib * 2**20 // 4
-    world = dist.get_world_size(group)
-    t = torch.ones(n, device=device)
-    gathered = torch.empty(n * world, device=device)
-    piece = torch.empty(n // world, device=device)
-    ops = {
-        "all_reduce": lambda: dist.all_reduce(t, group=group),
-        "all_gather_into_tensor": lambda: dist.all_gather_single(gathered, t, group=group),
-        "reduce_scatter_tensor": lambda: dist.reduce_scatter_single(piece, t, group=group),
-    }
-    out = {}
-    for name, op in ops.items():
-        op()
-        runs = []
-        for _ in range(reps):
-            dist.barrier(group=group)
-            start = time.perf_counter()
-            op()
-            runs.append(time.perf_counter() - start)
-        out[name] = mib / 1024 / statistics.median(runs)
+    ops = {}
+    for label, (group, device) in groups.items():
+        world = dist.get_world_size(group)
+        t = torch.ones(n, device=device)
+        gathered = torch.empty(n * world, device=device)
+        piece = torch.empty(n // world, device=device)
+        ops[label] = {
+            "all_reduce": lambda t=t, g=group: dist.all_reduce(t, group=g),
+            "all_gather_into_tensor": lambda o=gathered, t=t, g=group: dist.all_gather_single(o, t, group=g),
+            "reduce_scatter_tensor": lambda o=piece, t=t, g=group: dist.reduce_scatter_single(o, t, group=g),
+        }
+    out: dict[str, dict[str, float]] = {label: {} for label in groups}
+    for name in ops[next(iter(groups))]:
+        runs: dict[str, list[float]] = {label: [] for label in groups}
+        for rep in range(reps + 1):  # the first round warms up
+            for label, (group, _) in groups.items():
+                dist.barrier(group=group)
+                start = time.perf_counter()
+                ops[label][name]()
+                if rep:
+                    runs[label].append(time.perf_counter() - start)
+        for label in groups:
+            out[label][name] = mib / 1024 / statistics.median(runs[label])
     return out
 
 
@@ -102,10 +110,7 @@ def worker(out: Path, dim: int, steps: int) -> None:
     if info.backend != "gloo":
         gloo = dist.new_group(backend="gloo")
         result["bandwidth"] = {
-            f"{mib} MiB": {
-                "emulated": _bandwidth(dist.group.WORLD, info.device, mib),
-                "gloo": _bandwidth(gloo, "cpu", mib),
-            }
+            f"{mib} MiB": _bandwidth({"emulated": (dist.group.WORLD, info.device), "gloo": (gloo, "cpu")}, mib)
             for mib in COLLECTIVE_MIB
         }
     if info.rank == 0:
