@@ -5,6 +5,9 @@
   there is no GPU). Arguments after ``--`` go to pytest: ``nox -s "tests(backend='cpu')" -- -k parity``.
 * ``matrix``: every backend leg in one environment, then one table of passed/failed/skipped.
 * ``lint`` (ruff), ``typecheck`` (mypy), ``bench`` (``benchmarks/*.py``), ``patches``.
+* ``notorch-3.10`` ... ``notorch-3.13``: the parts that need no torch (scanner, porter, their settings,
+  CLI, packaging) on every supported Python, in an environment without torch, as the pre-commit hook
+  installs it. torch 2.13's CPU wheel is on this machine for 3.11 only, so the torch suite runs there.
 
 Environments are plain ``venv`` ones filled by pip from ``requirements-dev.txt`` (which pins
 torch). They are reused between runs, and the install is skipped while the requirement and
@@ -190,6 +193,39 @@ def matrix(session: nox.Session) -> None:
 
 
 @nox.session
+def torch_release(session: nox.Session) -> None:
+    """The suite against another torch release: ``nox -s torch_release -- 2.14.0 [pytest args]``.
+
+    Installs ``torch==VERSION`` (from the index: for 2.14 a multi-GB CUDA build) instead of the pin,
+    then the project, and runs the tests. On a release outside ``EMULATED_TORCH`` the emulated
+    neuron tests report the emulator's "checked against torch 2.13 only" error: that is the
+    expected answer until the emulator is checked against it.
+    """
+    if not session.posargs:
+        session.error("name the torch release: nox -s torch_release -- 2.14.0 [pytest args]")
+    version, *pytest_args = session.posargs
+    session.install(f"torch=={version}")
+    session.install("-e", ".[dev]", "-e", "plugins/cpu", "-e", "plugins/cuda", "-e", "plugins/neuron", "transformers", "expecttest")
+    session.run("python", "-c", "import torch; print('torch', torch.__version__)")
+    session.run("python", "-m", "pytest", "-q", *pytest_args)
+
+
+#: Interpreters the project supports (``requires-python``); each leg is skipped when not installed.
+SUPPORTED_PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
+#: Test paths that must pass without torch (tests needing torch there call ``pytest.importorskip``).
+TORCH_FREE_TESTS = ["tests/porting", "tests/test_packaging.py"]
+
+
+@nox.session(python=SUPPORTED_PYTHONS)
+def notorch(session: nox.Session) -> None:
+    """Scanner, porter, CLI and packaging on one Python, with torch absent (as `pip install .[port]` gives)."""
+    session.install("-e", ".[port]", "pytest>=8", "hypothesis>=6.100", "setuptools>=68", "wheel")
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is not None)"
+    session.run("python", "-c", probe, silent=True)  # fails the leg if torch slipped in
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *TORCH_FREE_TESTS, *session.posargs)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff over the project (the rules in pyproject.toml); needs only ruff, so it is quick."""
     session.install("ruff")
@@ -205,13 +241,18 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Run each benchmarks/*.py (they print ratios against the direct PyTorch calls)."""
-    scripts = sorted((ROOT / "benchmarks").glob("*.py"))
-    if not scripts:
-        session.skip("no benchmarks/*.py")
+    """Run every benchmarks/bench_*.py into benchmarks/results.json, then regenerate the README table.
+
+    Each benchmark takes under a minute by default (``--budget``); ``nox -s bench -- --threads 2``
+    passes arguments to all of them.
+    """
+    scripts = sorted((ROOT / "benchmarks").glob("bench_*.py"))
     install_dev(session)
+    results = ROOT / "benchmarks" / "results.json"
+    results.unlink(missing_ok=True)
     for script in scripts:
-        session.run("python", str(script.relative_to(ROOT)), *session.posargs)
+        session.run("python", str(script.relative_to(ROOT)), "--json", str(results), *session.posargs)
+    session.run("python", "benchmarks/readme_table.py")
 
 
 @nox.session

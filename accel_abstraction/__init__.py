@@ -347,6 +347,7 @@ _LAZY: dict[str, str] = {
     "DistInfo": "distributed",
     "DistributedError": "distributed",
     "log_metric": "metrics",
+    "log_settings": "metrics",
     "redirect_cuda": "redirect",
 }
 

@@ -1,7 +1,7 @@
-"""The ``accel`` command: ``accel info`` and the subcommands tool modules add.
+"""The ``accel`` command: the subcommands that plugins register (the built-in ones included).
 
-Each tool module exposes ``add_parser(subparsers)``, which adds its subcommand and sets
-``func`` (``args -> exit code``). An :class:`~accel_abstraction.errors.AccelError` is
+Subcommands come from the ``accel_register_commands`` hook (:mod:`accel_abstraction.commands`);
+only the module of the command being run is imported. An :class:`~accel_abstraction.errors.AccelError` is
 printed as one line (``accel: error: ...``) with exit code 2; ``--traceback`` shows it all.
 """
 
@@ -13,44 +13,41 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from .commands import CommandSpec, collect_commands
 from .errors import AccelError
+from .plugins import get_plugin_manager
 
-__all__ = ["build_parser", "main", "print_error"]
+__all__ = ["available_commands", "build_parser", "main", "print_error"]
 
-#: Subcommand -> (module that contributes it, one-line help). Only the module of the command
-#: being run is imported, so `accel scan` never pays for torch and `accel info` not for libcst.
-SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "info": ("accel_abstraction.info", "show plugins, backends, the selected backend and why"),
-    "scan": ("accel_abstraction.porting.cli", "find CUDA coupling in Python code (reads it; never runs it)"),
-    "port": ("accel_abstraction.porting.cli", "rewrite CUDA coupling to the accel_abstraction API"),
-    "run": ("accel_abstraction.redirect.cli", "run CUDA code unchanged on the selected backend"),
-    "parity": ("accel_abstraction.parity.cli", "run a training script on several backends and compare"),
-    "patches": ("accel_abstraction.patching.cli", "list, check, apply or revert the PyTorch patch series"),
-}
+
+def available_commands() -> dict[str, CommandSpec]:
+    """Name -> spec of every subcommand: the built-in ones and those plugins register."""
+    return collect_commands(get_plugin_manager())
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``accel`` parser; the full sub-parser only for ``command`` (all of them when None)."""
+    commands = available_commands()
     parser = argparse.ArgumentParser(
         prog="accel", description="Hardware-agnostic accelerator layer for PyTorch."
     )
     parser.add_argument("--traceback", action="store_true", help="show the full traceback of an error")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    wanted = {module for name, (module, _) in SUBCOMMANDS.items() if command is None or name == command}
-    for module in dict.fromkeys(m for m, _ in SUBCOMMANDS.values()):
+    wanted = {spec.module for spec in commands.values() if command is None or spec.name == command}
+    for module in dict.fromkeys(spec.module for spec in commands.values()):
         if module in wanted:
             importlib.import_module(module).add_parser(subparsers)
-    for name, (_, help_text) in SUBCOMMANDS.items():
-        if name not in subparsers.choices:
-            subparsers.add_parser(name, help=help_text)
+    for spec in commands.values():
+        if spec.name not in subparsers.choices:
+            subparsers.add_parser(spec.name, help=spec.help)
     return parser
 
 
 def _command_of(argv: Sequence[str]) -> str | None:
     for arg in argv:
         if not arg.startswith("-"):
-            return arg if arg in SUBCOMMANDS else None
+            return arg
     return None
 
 
@@ -66,7 +63,10 @@ def print_error(exc: AccelError, show_traceback: bool = False) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_command_of(argv) or "")
+    try:
+        parser = build_parser(_command_of(argv) or "")
+    except AccelError as exc:  # a command module that cannot load here (e.g. torch not installed)
+        return print_error(exc, "--traceback" in argv)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

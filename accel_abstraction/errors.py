@@ -8,7 +8,6 @@ caller can catch one type. Messages say what was wrong, where the bad value came
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 __all__ = [
@@ -17,6 +16,7 @@ __all__ = [
     "CapabilityError",
     "ConfigError",
     "DeviceIndexError",
+    "MissingDependencyError",
     "PluginError",
     "UnknownBackendError",
     "did_you_mean",
@@ -25,12 +25,18 @@ __all__ = [
 
 def did_you_mean(value: str, choices: Iterable[str]) -> str:
     """Return ``" Did you mean 'x'?"`` for the closest of ``choices``, or ``""``."""
+    import difflib  # only on the error path: keeps `import accel_abstraction` light
+
     close = difflib.get_close_matches(value.lower(), [c.lower() for c in choices], n=1, cutoff=0.5)
     return f" Did you mean '{close[0]}'?" if close else ""
 
 
 class AccelError(Exception):
     """Base class of every error accel-abstraction raises on purpose."""
+
+
+class MissingDependencyError(AccelError, ImportError):
+    """A package that this part of the library needs is not installed; the message says how to get it."""
 
 
 class ConfigError(AccelError, ValueError):

@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from .commands import CommandSpec
     from .interface import Backend
     from .registry import BackendSpec
-    from .settings import AccelSettings
+    from .sections import CoreSettings
 
 PROJECT_NAME = "accel_abstraction"
 
@@ -60,7 +61,7 @@ def accel_register_backends(register: Callable[[BackendSpec], None]) -> None:
 
 
 @hookspec
-def accel_backend_selected(backend: Backend, settings: AccelSettings) -> None:
+def accel_backend_selected(backend: Backend, settings: CoreSettings) -> None:
     """React to the selection of ``backend``.
 
     Called once each time a backend becomes the selected one (at first use, on
@@ -108,4 +109,24 @@ def accel_redirects(backend: Backend, register: Callable[[Any], None]) -> None:
     Called when a redirect is installed, with the selected backend. ``register`` takes an
     :class:`accel_abstraction.redirect.Redirect`. Backends use it to route CUDA-only APIs
     that the generic redirect table cannot serve to their own implementation.
+    """
+
+
+# ---------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def accel_register_commands(register: Callable[[CommandSpec], None]) -> None:
+    """Add subcommands to the ``accel`` CLI by calling ``register(CommandSpec(name, help, module))``.
+
+    Called once per ``accel`` invocation, before arguments are parsed. ``module`` is an
+    import path; it is imported only when its command runs (or for ``accel --help``) and
+    must expose ``add_parser(subparsers)``, which adds the subcommand (``subparsers.add_parser``)
+    and sets ``func`` (``args -> exit code``) on it. Keep the plugin module itself light: it
+    is imported for every ``accel`` command. A name that is already taken (the built-in
+    ``info``, ``scan``, ``port``, ``run``, ``parity``, ``patches``, or another plugin's) is
+    refused with a warning naming both; the first registration keeps it.
+    See :mod:`accel_abstraction.commands`.
     """

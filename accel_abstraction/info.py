@@ -33,11 +33,11 @@ def collect() -> dict[str, Any]:
         ],
         "backends": [],
     }
+    from .sections import CORE
     from .selection import build_backend
-    from .settings import AccelSettings
 
     try:
-        settings = AccelSettings.load()
+        settings = CORE.load()
     except AccelError as exc:
         settings = None
         report["config_error"] = str(exc)

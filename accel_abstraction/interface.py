@@ -19,20 +19,28 @@ directly so a call costs what the direct torch call costs.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import torch
+from .requirements import missing
+
+try:
+    import torch
+except ModuleNotFoundError as _exc:
+    raise missing(_exc, "torch", "the accelerator runtime (accel.device(), accel info, the backends)") from None
 
 from .errors import AccelError, CapabilityError, DeviceIndexError
 from .features import Availability, Capabilities
 
 if TYPE_CHECKING:
-    from .settings import AccelSettings
+    from .sections import CoreSettings
 
 __all__ = ["Backend", "DeviceLike"]
 
 DeviceLike = int | str | torch.device | None
+
+_autocast = torch.autocast  # one global lookup on the per-step path instead of two
 """What a ``device`` argument accepts: an index, a string such as ``"cuda:1"``, a ``torch.device``, or ``None`` for the current device."""
 
 _AMP_DTYPES: Mapping[str, torch.dtype] = {
@@ -62,7 +70,7 @@ class Backend:
     visible_devices_var: ClassVar[str | None] = None
     sync_before_memory_stats: ClassVar[bool] = False
 
-    def __init__(self, settings: AccelSettings | None = None) -> None:
+    def __init__(self, settings: CoreSettings | None = None) -> None:
         self.settings = settings
         self._module: Any = None
         self._caps: Capabilities | None = None  # what require() checks; capabilities() is fixed per process
@@ -336,13 +344,16 @@ class Backend:
             return _AMP_DTYPES[configured]
         return self.preferred_amp_dtype()
 
+    @functools.cached_property
+    def _autocast_dtype(self) -> torch.dtype:
+        # resolved once per backend object: autocast() runs on every training step
+        return self.default_amp_dtype
+
     def autocast(
         self, dtype: torch.dtype | None = None, enabled: bool = True, cache_enabled: bool | None = None
     ) -> torch.autocast:
         """``torch.autocast`` on this backend's device type with the right default dtype."""
-        return torch.autocast(
-            self.device_type, dtype=dtype or self.default_amp_dtype, enabled=enabled, cache_enabled=cache_enabled
-        )
+        return _autocast(self.device_type, self._autocast_dtype if dtype is None else dtype, enabled, cache_enabled)
 
     def GradScaler(  # noqa: N802 - mirrors torch.amp.GradScaler
         self,

@@ -8,7 +8,18 @@ for each run), every call appends one JSON object per line to that file::
 The file is opened once, on the first call, and each line is flushed so a reader can follow
 it while the script runs. Without the variable a call returns at once and writes nothing.
 Values may be Python numbers or one-element tensors (read with ``.item()``, which waits for
-the device); floats are written with ``repr`` precision, so a reader gets the exact value back.
+the device); floats are written with ``repr`` precision, so a reader gets the exact value back
+(NaN and infinities as ``NaN`` / ``Infinity``, which Python's ``json`` reads back).
+
+Two more kinds of line, neither with a ``"step"``:
+
+* ``{"run": {...}}``, written once when the file is opened: what this process runs on
+  (backend, device name, torch and accel versions, default dtype, the backend's AMP dtype),
+  so a recorded run says where it came from. :func:`write_run_facts` writes it on demand.
+* ``{"settings": {...}}``, written by :func:`log_settings`: what the script declares about
+  itself (seed, AMP dtype, number of steps, ...). ``accel parity`` compares these between a
+  recorded reference and a new run, and a run that logs fewer steps than its declared
+  ``steps`` is reported as stopped early.
 """
 
 from __future__ import annotations
@@ -16,14 +27,44 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import platform
 from typing import IO, Any
 
-__all__ = ["ENV_VAR", "close", "log_metric"]
+__all__ = ["ENV_VAR", "close", "log_metric", "log_settings", "run_facts", "write_run_facts"]
 
 ENV_VAR = "ACCEL_METRICS_FILE"
 
 _UNSET: Any = object()
 _sink: IO[str] | None = _UNSET
+
+
+def run_facts() -> dict[str, Any]:
+    """What this process computes on: backend, device name, versions, default and AMP dtypes.
+
+    Resolves the configured backend (a script that logs metrics uses it anyway). A backend
+    that cannot be resolved or named is recorded as ``"error"``, never raised: facts describe
+    a run, they must not stop it (a plugin's own exception types included, hence the broad catch).
+    """
+    import torch
+
+    from . import __version__
+
+    facts: dict[str, Any] = {
+        "torch": torch.__version__,
+        "accel": __version__,
+        "python": platform.python_version(),
+        "default_dtype": str(torch.get_default_dtype()).removeprefix("torch."),
+    }
+    try:
+        from .runtime import current
+
+        backend = current()
+        facts["backend"] = backend.name
+        facts["device_name"] = backend.device_name()
+        facts["amp_dtype"] = str(backend.default_amp_dtype).removeprefix("torch.")
+    except Exception as exc:  # recorded, not swallowed: see the docstring
+        facts["error"] = f"{type(exc).__name__}: {exc}"
+    return facts
 
 
 def _open() -> IO[str] | None:
@@ -34,7 +75,12 @@ def _open() -> IO[str] | None:
         return None
     _sink = open(path, "a", buffering=1, encoding="utf-8")  # line-buffered: one flush per record
     atexit.register(close)
+    _sink.write(json.dumps({"run": run_facts()}) + "\n")
     return _sink
+
+
+def _sink_or_none() -> IO[str] | None:
+    return _sink if _sink is not _UNSET else _open()
 
 
 def _plain(name: str, value: Any) -> Any:
@@ -54,12 +100,40 @@ def log_metric(step: int, **values: Any) -> None:
     Appends ``{"step": step, **values}`` as a JSON line to ``$ACCEL_METRICS_FILE``; does
     nothing when that variable is unset or empty (checked once per process).
     """
-    sink = _sink if _sink is not _UNSET else _open()
+    sink = _sink_or_none()
     if sink is None:
         return
     record = {"step": int(step)}
     record.update({name: _plain(name, value) for name, value in values.items()})
     sink.write(json.dumps(record) + "\n")
+
+
+def log_settings(**settings: Any) -> None:
+    """Declare the run's settings: ``accel.log_settings(seed=0, steps=80, amp_dtype="bfloat16")``.
+
+    Numbers, strings, booleans, ``None`` or a ``torch.dtype`` (written as its name, e.g.
+    ``"bfloat16"``). Later calls add to (and override) earlier ones. A no-op without
+    ``$ACCEL_METRICS_FILE``, like :func:`log_metric`.
+    """
+    sink = _sink_or_none()
+    if sink is None:
+        return
+    plain = {}
+    for name, value in settings.items():
+        if type(value).__name__ == "dtype" and type(value).__module__ == "torch":
+            value = str(value).removeprefix("torch.")
+        elif not (isinstance(value, (bool, int, float, str)) or value is None):
+            raise TypeError(
+                f"log_settings({name}=...) takes numbers, strings, booleans, None or a torch.dtype, "
+                f"not {type(value).__name__}"
+            )
+        plain[name] = value
+    sink.write(json.dumps({"settings": plain}) + "\n")
+
+
+def write_run_facts() -> None:
+    """Make sure the ``{"run": ...}`` line is written (``accel parity --redirect`` calls it for scripts that log nothing)."""
+    _sink_or_none()  # opening the file writes the facts; an open file has them already
 
 
 def close() -> None:

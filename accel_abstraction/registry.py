@@ -10,7 +10,7 @@ from .errors import PluginError, UnknownBackendError
 
 if TYPE_CHECKING:
     from .interface import Backend
-    from .settings import AccelSettings
+    from .sections import CoreSettings
 
 __all__ = ["BackendSpec", "BackendRegistry", "RegisteredBackend"]
 
@@ -26,7 +26,7 @@ class BackendSpec:
     """
 
     name: str
-    factory: Callable[[AccelSettings | None], Backend]
+    factory: Callable[[CoreSettings | None], Backend]
     priority: int = 0
     aliases: tuple[str, ...] = ()
     description: str = ""

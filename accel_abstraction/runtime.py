@@ -16,8 +16,8 @@ from typing import Any
 
 from .interface import Backend
 from .plugins import get_host
+from .sections import CORE, CoreSettings
 from .selection import Selection, select_backend
-from .settings import AccelSettings
 
 __all__ = ["BOUND_NAMES", "current", "selection", "use", "using"]
 
@@ -37,7 +37,7 @@ BOUND_NAMES: tuple[str, ...] = (
 
 _lock = threading.RLock()
 _selection: Selection | None = None
-_settings: AccelSettings | None = None
+_settings: CoreSettings | None = None
 
 
 def _api_module() -> Any:
@@ -60,7 +60,7 @@ def _bind(backend: Backend | None) -> None:
     api.backend = lambda: backend
 
 
-def _activate(sel: Selection, settings: AccelSettings) -> None:
+def _activate(sel: Selection, settings: CoreSettings) -> None:
     backend = sel.backend
     backend.activate()
     if settings.device_index is not None:
@@ -81,7 +81,7 @@ def use(name: str | None = None, **overrides: Any) -> Backend:
     if name is not None:
         overrides["backend"] = name
     with _lock:
-        settings = AccelSettings.load(**overrides)
+        settings = CORE.load(**overrides)
         host = get_host()
         sel = select_backend(host.registry, settings)
         _activate(sel, settings)

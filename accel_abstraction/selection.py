@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from .errors import BackendUnavailableError, PluginError
 from .interface import Backend
 from .registry import BackendRegistry, RegisteredBackend
-from .settings import AccelSettings
+from .sections import CoreSettings
 
 __all__ = ["Selection", "build_backend", "select_backend"]
 
@@ -26,7 +26,7 @@ class Selection:
     fallback_reason: str = ""
 
 
-def build_backend(entry: RegisteredBackend, settings: AccelSettings | None) -> Backend:
+def build_backend(entry: RegisteredBackend, settings: CoreSettings | None) -> Backend:
     """Call the entry's factory; a factory that raises becomes a :class:`PluginError` naming its origin."""
     try:
         return entry.spec.factory(settings)
@@ -37,7 +37,7 @@ def build_backend(entry: RegisteredBackend, settings: AccelSettings | None) -> B
         ) from exc
 
 
-def _pick_auto(registry: BackendRegistry, settings: AccelSettings) -> tuple[Backend, RegisteredBackend]:
+def _pick_auto(registry: BackendRegistry, settings: CoreSettings) -> tuple[Backend, RegisteredBackend]:
     reasons = []
     for entry in registry.by_priority():
         try:
@@ -57,7 +57,7 @@ def _pick_auto(registry: BackendRegistry, settings: AccelSettings) -> tuple[Back
     )
 
 
-def select_backend(registry: BackendRegistry, settings: AccelSettings) -> Selection:
+def select_backend(registry: BackendRegistry, settings: CoreSettings) -> Selection:
     """Resolve ``settings.backend`` against ``registry``.
 
     ``"auto"``: the available backend with the highest priority. A name: that backend,

@@ -21,11 +21,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
-import tomllib
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
@@ -34,49 +32,15 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from .errors import ConfigError, did_you_mean
+from .errors import ConfigError
+from .pyproject import Provenance, find_pyproject, read_section_table, toml_key_line
+from .sections import CORE
 
 __all__ = ["AccelSettings", "ConfigSection", "DistSettings", "Provenance", "find_pyproject", "toml_key_line"]
 
 S = TypeVar("S", bound="ConfigSection")
 
 _AMP_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32", "float": "float32"}
-
-
-def find_pyproject(start: Path | None = None) -> Path | None:
-    """The nearest ``pyproject.toml`` at or above ``start`` (a folder or a file; default: the working directory)."""
-    here = (start or Path.cwd()).resolve()
-    if here.is_file():
-        here = here.parent
-    for folder in (here, *here.parents):
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def toml_key_line(path: Path, header: tuple[str, ...], key: str) -> int | None:
-    """Line number (1-based) of ``key = ...`` inside table ``[a.b.c]`` of a TOML file, if found."""
-    wanted = ".".join(header)
-    current = ""
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        line = raw.strip()
-        if line.startswith("[") and not line.startswith("[["):
-            current = line.strip("[] ").replace('"', "").replace("'", "")
-        elif current == wanted and line.split("=", 1)[0].strip().strip("\"'") == key:
-            return number
-    return None
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """Where one setting's value came from, for messages and ``accel info``."""
-
-    kind: Literal["keyword", "env", "file", "default"]
-    detail: str
-
-    def __str__(self) -> str:
-        return self.detail
 
 
 class ConfigSection(BaseSettings):
@@ -158,35 +122,7 @@ def section_config(env_prefix: str) -> SettingsConfigDict:
 
 def _read_table(path: Path, cls: type[ConfigSection]) -> dict[str, Any]:
     """The section's table from ``path``, after checking the file parses and the table is a table."""
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML ({exc}); fix the file or remove its [tool.accel] table") from None
-    node: Any = data
-    walked: list[str] = []
-    for key in cls.table_header():
-        walked.append(key)
-        if not isinstance(node, Mapping):
-            break
-        node = node.get(key, {})
-        if not isinstance(node, Mapping):
-            line = toml_key_line(path, tuple(walked[:-1]), key)
-            where = f"{path}:{line}" if line else str(path)
-            raise ConfigError(
-                f"{where}: [{'.'.join(walked)}] must be a table, not {type(node).__name__} {node!r}; "
-                f"write it as a [{'.'.join(walked)}] section with key = value lines"
-            )
-    table = dict(node)
-    known = set(cls.model_fields)
-    for key, value in table.items():
-        if key not in known and not isinstance(value, Mapping):
-            line = toml_key_line(path, cls.table_header(), key)
-            raise ConfigError(
-                f"{path}:{line or '?'}: unknown key {key!r} in [{'.'.join(cls.table_header())}]; "
-                f"known keys: {', '.join(sorted(known))}.{did_you_mean(key, known)}"
-            )
-    return table
+    return read_section_table(path, cls.table_header(), set(cls.model_fields))
 
 
 def _env_name(cls: type[ConfigSection], field: str) -> str:
@@ -224,19 +160,19 @@ def _config_error(
 class AccelSettings(ConfigSection):
     """The core's settings: ``[tool.accel]`` / ``ACCEL_*``."""
 
-    model_config = section_config("ACCEL_")
-    section: ClassVar[str] = ""
+    model_config = section_config(CORE.env_prefix)
+    section: ClassVar[str] = CORE.section
 
     backend: str = Field(
-        "auto",
+        CORE.defaults["backend"],
         description="Backend name or alias; 'auto' picks the available backend with the highest priority.",
     )
-    device_index: int | None = Field(None, ge=0, description="Device index made current at selection.")
+    device_index: int | None = Field(CORE.defaults["device_index"], ge=0, description="Device index made current at selection.")
     amp_dtype: Literal["auto", "float16", "bfloat16", "float32"] = Field(
-        "auto", description="Autocast dtype; 'auto' takes the backend's preferred one."
+        CORE.defaults["amp_dtype"], description="Autocast dtype; 'auto' takes the backend's preferred one."
     )
     fallback: str | None = Field(
-        None, description="Backend to use, with a warning, when the named backend is unavailable ('auto' allowed)."
+        CORE.defaults["fallback"], description="Backend to use, with a warning, when the named backend is unavailable ('auto' allowed)."
     )
 
     @field_validator("backend", "fallback")

@@ -15,7 +15,8 @@ generated from a small grammar (no download), so the loss has somewhere to go: i
 about ln(vocabulary) to well under half of that within the default 80 steps.
 
 Every step is logged with ``accel.log_metric(step=i, loss=..., step_time=...)``: written to
-``$ACCEL_METRICS_FILE`` when set (``accel parity`` sets it), a no-op otherwise.
+``$ACCEL_METRICS_FILE`` when set (``accel parity`` sets it), a no-op otherwise; the settings
+a recorded reference must share (seed, steps, AMP dtype, ...) with ``accel.log_settings``.
 
 Step times are measured with one intra-op thread by default (``--threads``): at this size more
 threads do not help, and on a shared machine they make timings swing by an order of magnitude.
@@ -208,6 +209,11 @@ def main(argv: list[str] | None = None) -> None:
     align_device_rng()
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     scaler = accel.GradScaler()  # a real loss scaler where the AMP dtype is float16, a pass-through otherwise
+    amp_dtype = accel.backend().default_amp_dtype if args.amp else None
+    # declared for `accel parity --reference`: a recording made with other settings is flagged
+    accel.log_settings(
+        seed=args.seed, steps=args.steps, amp_dtype=amp_dtype, dropout=args.dropout, lr=args.lr
+    )
     track_memory = accel.capabilities().memory_stats
     if track_memory:
         accel.reset_peak_memory_stats()

@@ -3,14 +3,20 @@
 Runs SCRIPT once per backend (each in its own process, only ``ACCEL_BACKEND`` changed),
 compares the per-step values it logs with ``accel.log_metric`` against the first backend,
 prints a table and writes ``parity.json`` and ``parity.png`` into ``--out``.
+``--record ref.json`` also keeps the document as a recording; ``--reference ref.json``
+compares against a recorded run (another machine, another day) instead of the first backend.
+``--redirect`` runs an unported CUDA script under the runtime redirect, and ``--metric REGEX``
+reads its metrics from its output, so a script nobody edited can be compared.
 
-Exit status: 0 every backend matches within the tolerance; 1 a backend diverged beyond it;
-2 a run failed (or could not start), or the command line was wrong.
+Exit status: 0 every backend matches within the tolerance; 1 a backend diverged beyond it
+(NaN/inf, missing or extra steps included); 2 a run failed (or could not start), or the
+command line was wrong.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +33,8 @@ def _add_options(p: argparse.ArgumentParser, defaults: bool = True) -> None:
         "--backends",
         default=d(None),
         metavar="NAMES",
-        help="comma-separated backends, the first one is the reference (default: every registered backend available here)",
+        help="comma-separated backends, the first one is the reference unless --reference "
+        "(default: every registered backend available here)",
     )
     p.add_argument(
         "--rtol", type=float, default=d(0.0), help="relative tolerance per step (default 0: bitwise)"
@@ -35,7 +42,52 @@ def _add_options(p: argparse.ArgumentParser, defaults: bool = True) -> None:
     p.add_argument(
         "--atol", type=float, default=d(0.0), help="absolute tolerance per step (default 0: bitwise)"
     )
-    p.add_argument("--metric", default=d("loss"), help="the logged value to compare (default: loss)")
+    p.add_argument(
+        "--metric",
+        default=d("loss"),
+        metavar="NAME|REGEX",
+        help="the logged value to compare (default: loss); or a regular expression with named groups "
+        r"'step' and metric names, read from the script's output: 'iter (?P<step>\d+): loss (?P<loss>\S+)' "
+        "(the first metric group is compared)",
+    )
+    p.add_argument(
+        "--redirect",
+        action="store_true",
+        default=d(False),
+        help="run each leg under the runtime redirect (accel run): for unported CUDA scripts",
+    )
+    p.add_argument(
+        "--allow-missing",
+        action="store_true",
+        default=d(False),
+        help="with --redirect: serve memory statistics a backend does not keep as 0 (accel run --allow-missing)",
+    )
+    p.add_argument(
+        "--record",
+        type=Path,
+        default=d(None),
+        metavar="FILE",
+        help="also write parity.json to FILE, as a reference for later",
+    )
+    p.add_argument(
+        "--reference",
+        type=Path,
+        default=d(None),
+        metavar="FILE",
+        help="compare every backend against a run recorded in FILE (a --record file or any parity.json)",
+    )
+    p.add_argument(
+        "--reference-run",
+        default=d(None),
+        metavar="LABEL",
+        help="which run of --reference (default: its reference)",
+    )
+    p.add_argument(
+        "--allow-nonfinite",
+        action="store_true",
+        default=d(False),
+        help="accept NaN/inf where the reference has the same value at the same step (never against a finite one)",
+    )
     p.add_argument(
         "--out", type=Path, default=d(Path("parity-out")), help="output folder (default: parity-out/)"
     )
@@ -43,7 +95,7 @@ def _add_options(p: argparse.ArgumentParser, defaults: bool = True) -> None:
     p.add_argument(
         "--no-plot", action="store_true", default=d(False), help="skip the PNG (no matplotlib needed)"
     )
-    p.add_argument("--no-progress", action="store_true", default=d(False), help="no progress bars")  # fmt: skip
+    p.add_argument("--no-progress", action="store_true", default=d(False), help="no progress bars")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -86,14 +138,51 @@ def _split(args: argparse.Namespace) -> tuple[argparse.Namespace, str, list[str]
 
 
 def _backends(raw: str | None) -> list[str]:
-    if raw:
+    if raw is not None:
         names = [part.strip() for part in raw.split(",") if part.strip()]
         if names:
             return names
-        raise ConfigError(f"--backends {raw!r} names no backend")
+        raise ConfigError(
+            f"--backends {raw!r} names no backend; give one or more, e.g. --backends cpu,neuron "
+            "(leave the option out to run every available backend)"
+        )
     from .runner import available_backends
 
-    return available_backends()
+    names = available_backends()
+    if not names:
+        raise ConfigError("accel parity: no backend is available here (accel info says why); pass --backends")
+    return names
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    for name in ("rtol", "atol"):
+        value = getattr(args, name)
+        if not (math.isfinite(value) and value >= 0):
+            raise ConfigError(f"--{name} must be a finite number >= 0 (got {value})")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise ConfigError(
+            f"--timeout must be a number of seconds > 0 (got {args.timeout:g}); leave it out for no limit"
+        )
+
+
+def _check_folder(path: Path, option: str) -> None:
+    """``path`` is (or can become) a folder: checked before anything runs."""
+    if path.exists() and not path.is_dir():
+        raise ConfigError(
+            f"{option} {path} is a file, not a folder; give a folder (it is created if missing)"
+        )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{option} {path}: cannot create the folder ({exc.strerror or exc})") from None
+
+
+def _check_record(path: Path | None) -> None:
+    if path is None:
+        return
+    if path.is_dir():
+        raise ConfigError(f"--record {path} is a folder; give a file name (e.g. {path / 'reference.json'})")
+    _check_folder(path.parent, f"--record {path}: its folder")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,36 +190,93 @@ def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from .compare import compare_runs
+    from .pattern import MetricPattern, looks_like_pattern
+    from .reference import file_sha256, load_reference, run_mismatches, settings_mismatches
     from .report import print_report, to_json, write_json
     from .runner import run_backends
 
     args, script, script_args = _split(args)
     if not Path(script).is_file():
-        raise ConfigError(f"accel parity: script {script!r} does not exist")
-    if args.rtol < 0 or args.atol < 0:
-        raise ConfigError(f"--rtol and --atol must be >= 0 (got {args.rtol}, {args.atol})")
+        raise ConfigError(f"accel parity: script {script!r} does not exist (or is not a file)")
+    _check_numbers(args)
+    pattern = MetricPattern.parse(args.metric) if looks_like_pattern(args.metric) else None
+    metric = pattern.compared if pattern is not None else args.metric
     backends = _backends(args.backends)
     out: Path = args.out
+    _check_folder(out, "--out")
+    _check_record(args.record)
+    if args.allow_missing and not args.redirect:
+        raise ConfigError(
+            "--allow-missing only applies with --redirect (it is an option of the runtime redirect)"
+        )
+    if args.reference_run is not None and args.reference is None:
+        raise ConfigError("--reference-run needs --reference FILE")
+    reference = load_reference(args.reference, args.reference_run) if args.reference is not None else None
+    context = {
+        "script_sha256": file_sha256(script),
+        "redirect": bool(args.redirect),
+        "metric_pattern": pattern.regex.pattern if pattern is not None else None,
+    }
+    now = {**context, "script_args": script_args, "metric": metric}
+
     console = Console()
     if not console.is_terminal:
         console = Console(width=max(console.width, 130))  # a log file or CI: keep the table readable
-    console.print(f"accel parity: {script} {' '.join(script_args)} on {', '.join(backends)} -> {out}/")
-    progress = not args.no_progress
-    runs = run_backends(
-        script, script_args, backends, out, progress=progress, timeout=args.timeout, metric=args.metric
+    mode = " (redirected)" if args.redirect else ""
+    command = " ".join([script, *script_args])
+    console.print(
+        f"accel parity: {escape(command)} on {', '.join(backends)}{mode} -> {out}/", highlight=False
     )
-    result = compare_runs(runs, metric=args.metric, rtol=args.rtol, atol=args.atol)
+    before: list[str] = []
+    if reference is not None:
+        console.print(
+            f"reference: {escape(reference.run.label)} = {escape(reference.summary)}", highlight=False
+        )
+        before = settings_mismatches(reference, now)
+        for line in before:
+            console.print(f"[yellow]settings differ from the reference: {escape(line)}", highlight=False)
+    runs = run_backends(
+        script,
+        script_args,
+        backends,
+        out,
+        progress=not args.no_progress,
+        timeout=args.timeout,
+        metric=metric,
+        pattern=pattern,
+        redirect=args.redirect,
+        allow_missing=args.allow_missing,
+    )
+    if reference is not None:
+        runs = [reference.run, *runs]
+        after = run_mismatches(reference, runs)
+        for line in after:
+            console.print(f"[yellow]settings differ from the reference: {escape(line)}", highlight=False)
+        context = {
+            **context,
+            "reference_file": {
+                "path": str(reference.path),
+                "run": reference.run.label,
+                "sha256": reference.sha256,
+            },
+            "settings_mismatches": before + after,
+        }
+    result = compare_runs(
+        runs, metric=metric, rtol=args.rtol, atol=args.atol, allow_nonfinite=args.allow_nonfinite
+    )
     print_report(result, runs, console)
-    json_path = write_json(to_json(result, runs, script, script_args), out / "parity.json")
-    written = [str(json_path)]
+    document = to_json(result, runs, script, script_args, context)
+    written = [str(write_json(document, out / "parity.json"))]
+    if args.record is not None:
+        written.append(str(write_json(document, args.record)))
     if not args.no_plot:
         from .plot import plot_runs
 
         try:
-            written.append(str(plot_runs(runs, out / "parity.png", args.metric)))
+            written.append(str(plot_runs(runs, out / "parity.png", metric)))
         except AccelError as exc:
             console.print(f"[yellow]accel parity: {escape(str(exc))}")
-    console.print("wrote " + ", ".join(written))
+    console.print("wrote " + ", ".join(written), highlight=False)
     for c in result.failed_runs:
         log = next(r.log_path for r in runs if r.label == c.label)
         console.print(f"[red]{escape(c.label)}: {escape(c.error)}[/red] (log: {log})", highlight=False)

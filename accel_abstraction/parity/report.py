@@ -1,23 +1,29 @@
-"""Present a parity check: a rich table on the terminal and ``parity.json`` for machines."""
+"""Present a parity check: a rich table on the terminal and ``parity.json`` for machines.
+
+``parity.json`` follows schema ``accel-parity`` version 2 (``docs/parity.md``); it is also the
+recording format that ``--reference`` reads back (:mod:`.reference`).
+"""
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .compare import ParityResult
+from .compare import ParityResult, median_step_time
+from .reference import SCHEMA, SCHEMA_VERSION, encode_float, host_facts
 from .runner import BackendRun
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["build_table", "print_report", "to_json", "write_json"]
-
-SCHEMA_VERSION = 1
+__all__ = ["SCHEMA_VERSION", "build_table", "print_report", "to_json", "write_json"]
 
 
 def _num(value: float | None, fmt: str) -> str:
@@ -29,24 +35,33 @@ def _num(value: float | None, fmt: str) -> str:
 
 
 def build_table(result: ParityResult, runs: Sequence[BackendRun]) -> Table:
+    from rich import box
     from rich.table import Table
 
     tol = (
         "bitwise" if result.rtol == 0 and result.atol == 0 else f"rtol={result.rtol:g}, atol={result.atol:g}"
     )
-    from rich import box
-
     emulated = {run.label for run in runs if any(k.endswith("_EMULATE") for k in run.env)}
+    recorded = {run.label for run in runs if run.recorded_from}
+    cross = bool(recorded) and result.comparisons[0].label in recorded
+    notes = []
+    if emulated:
+        notes.append("* emulated on the CPU")
+    if cross:
+        notes.append(
+            "x-machine: median step time / the recorded reference's, which was measured where and when "
+            "it was recorded (another machine, load and versions): a cross-machine ratio, not a benchmark"
+        )
     table = Table(
         title=f"Parity of {result.metric!r} per step ({tol}), reference {result.comparisons[0].reference!r}",
-        caption="* emulated on the CPU" if emulated else None,
+        caption="\n".join(notes) or None,
         box=box.SIMPLE_HEAVY,
         pad_edge=False,
     )
     for header, justify in [
         ("backend", "left"), ("steps", "right"), (f"final\n{result.metric}", "right"), ("bitwise", "center"),
         ("max abs\ndiff", "right"), ("max rel\ndiff", "right"), ("first\ndiff", "right"),
-        ("median\nstep", "right"), ("vs\nref", "right"), ("result", "left"),
+        ("median\nstep", "right"), ("x-machine\nvs ref" if cross else "vs\nref", "right"), ("result", "left"),
     ]:  # fmt: skip
         table.add_column(header, justify=justify, no_wrap=header != "result")  # type: ignore[arg-type]
     for c in result.comparisons:
@@ -54,15 +69,11 @@ def build_table(result: ParityResult, runs: Sequence[BackendRun]) -> Table:
         if not c.ok:
             table.add_row(_escape(name), *["-"] * 8, f"[red]failed: {_escape(c.error)}")
             continue
-        is_ref = c.label == c.reference
+        is_ref = c.label == c.reference or bool(c.error)  # nothing was compared: no diff columns
         if c.passed:
-            verdict = "[green]reference" if is_ref else "[green]match"
-        elif c.error:
-            verdict = f"[red]{_escape(c.error)}"
+            verdict = f"[green]{_escape(c.verdict)}"
         else:
-            verdict = "[red]diverged"
-            if c.missing_steps:
-                verdict += f" ({len(c.missing_steps)} steps only in one run)"
+            verdict = f"[red]{_escape(c.verdict)}"
         first = c.first_diverging_step
         table.add_row(
             _escape(name),
@@ -86,63 +97,91 @@ def _escape(text: str) -> str:
 
 
 def print_report(result: ParityResult, runs: Sequence[BackendRun], console: Console | None = None) -> None:
+    """The table, then one line per problem of each run that did not pass, then the verdict."""
     from rich.console import Console
 
     console = console or Console()
     console.print(build_table(result, runs))
+    for c in result.comparisons:
+        for problem in c.problems:
+            console.print(f"[red]{_escape(c.label)}[/red]: {_escape(problem)}", highlight=False)
     if result.passed:
         console.print(
             f"[green]parity: every backend matches {result.comparisons[0].reference!r} within tolerance"
         )
     else:
         bad = [c.label for c in result.comparisons if not c.passed]
-        console.print(
-            f"[red]parity: {', '.join(bad)} did not match (see the table; logs are in the output folder)"
-        )
+        console.print(f"[red]parity: {_escape(', '.join(bad))} did not match (logs are in the output folder)")
 
 
-def _finite(value: Any) -> Any:
-    """JSON has no inf/nan: write them as strings."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
-
-
-def to_json(
-    result: ParityResult, runs: Sequence[BackendRun], script: str, script_args: Sequence[str]
-) -> dict[str, Any]:
-    runs_out = []
-    for run in runs:
-        loss = run.series(result.metric)
-        times = run.series("step_time")
-        runs_out.append(
-            {
-                "label": run.label,
-                "backend": run.backend,
-                "env": run.env,
-                "returncode": run.returncode,
-                "error": run.error,
-                "wall_time": run.wall_time,
-                "metrics_file": run.metrics_path,
-                "log_file": run.log_path,
-                "steps": sorted(loss),
-                result.metric: [_finite(loss[s]) for s in sorted(loss)],
-                "step_time": [times.get(s) for s in sorted(loss)],
-            }
-        )
+def _run_json(run: BackendRun, metric: str) -> dict[str, Any]:
+    values = run.series(metric)
+    times = run.series("step_time")
+    steps = sorted(values)
     return {
-        "schema_version": SCHEMA_VERSION,
-        "script": script,
-        "script_args": list(script_args),
-        "metric": result.metric,
-        "tolerance": {"rtol": result.rtol, "atol": result.atol},
-        "reference": result.comparisons[0].reference,
-        "passed": result.passed,
-        "comparisons": [{k: _finite(v) for k, v in c.as_dict().items()} for c in result.comparisons],
-        "runs": runs_out,
+        "label": run.label,
+        "backend": run.backend,
+        "env": run.env,
+        "recorded_from": run.recorded_from or None,
+        "returncode": run.returncode,
+        "error": run.error,
+        "wall_time": run.wall_time,
+        "metrics_file": run.metrics_path or None,
+        "log_file": run.log_path or None,
+        "redirect_report": run.redirect_report or None,
+        "facts": run.facts,
+        "settings": run.settings,
+        "median_step_time": median_step_time(run),
+        "steps": steps,
+        metric: [values[s] for s in steps],
+        "step_time": [times.get(s) for s in steps],
+        "records": run.records,
     }
 
 
+def to_json(
+    result: ParityResult,
+    runs: Sequence[BackendRun],
+    script: str,
+    script_args: Sequence[str],
+    context: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``parity.json`` document; ``context`` adds the invocation's keys (script hash, mode, reference)."""
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "script": script,
+        "script_args": list(script_args),
+        **(context or {}),
+        "metric": result.metric,
+        "tolerance": {"rtol": result.rtol, "atol": result.atol, "allow_nonfinite": result.allow_nonfinite},
+        "reference": result.comparisons[0].reference,
+        "host": host_facts(),
+        "passed": result.passed,
+        "comparisons": [c.as_dict() for c in result.comparisons],
+        "runs": [_run_json(run, result.metric) for run in runs],
+    }
+
+
+def _encode_all(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _encode_all(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encode_all(v) for v in value]
+    return encode_float(value)
+
+
 def write_json(data: dict[str, Any], path: Path) -> Path:
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    """Write ``data`` to ``path`` atomically (a reader never sees half a file); NaN/inf as strings."""
+    text = json.dumps(_encode_all(data), indent=1, allow_nan=False) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path

@@ -5,7 +5,12 @@ configuration line) and ``ACCEL_METRICS_FILE`` (where ``accel.log_metric`` write
 that cannot run here as configured but offers an emulation (by convention, a plugin reads
 ``ACCEL_<NAME>_EMULATE=1``) runs emulated; the variables changed for each run are recorded.
 
-While the runs go on, a progress bar per backend follows the metrics file as it grows.
+Two options for scripts that were not written for accel-abstraction: ``redirect`` runs each
+leg under the runtime redirect (``accel run``, through :mod:`.leg`), and a
+:class:`~.pattern.MetricPattern` reads the metrics from the script's output instead of the
+metrics file (then ``PYTHONUNBUFFERED=1`` too, so the output can be followed as it comes).
+
+While the runs go on, a progress bar per backend follows the metrics as they come.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 
 from .._labels import unique_labels
 from ..metrics import ENV_VAR as METRICS_ENV
+from .pattern import MetricPattern
 
 __all__ = ["BackendRun", "available_backends", "backend_env", "emulation_var", "run_backends"]
 
@@ -39,9 +45,13 @@ class BackendRun:
     returncode: int | None = None
     error: str = ""  # why the run did not produce usable metrics ("" when it did)
     wall_time: float = 0.0
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)  # one per logged step: {"step": i, ...}
+    facts: dict[str, Any] = field(default_factory=dict)  # {"run": ...} of the metrics file (accel.metrics)
+    settings: dict[str, Any] = field(default_factory=dict)  # what the script declared (accel.log_settings)
     metrics_path: str = ""
     log_path: str = ""
+    redirect_report: str = ""  # the `accel run` JSON report of a --redirect leg
+    recorded_from: str = ""  # a run loaded from a recorded parity.json (not run now): that file
 
     @property
     def ok(self) -> bool:
@@ -126,25 +136,54 @@ def available_backends() -> list[str]:
 
 
 class _Follower:
-    """Reads the complete JSON lines appended to a file since the last call."""
+    """Reads the complete lines appended to a file since the last call."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.offset = 0
         self.partial = ""
 
-    def read(self) -> list[dict[str, Any]]:
+    def lines(self, final: bool = False) -> list[str]:
         try:
-            with self.path.open("r", encoding="utf-8") as fh:
+            with self.path.open("r", encoding="utf-8", errors="replace") as fh:
                 fh.seek(self.offset)
                 chunk = fh.read()
                 self.offset = fh.tell()
         except FileNotFoundError:
             return []
-        text = self.partial + chunk
-        lines = text.split("\n")
-        self.partial = lines.pop()  # an unfinished last line waits for the next read
-        return [json.loads(line) for line in lines if line.strip()]
+        lines = (self.partial + chunk).split("\n")
+        self.partial = "" if final else lines.pop()  # an unfinished last line waits for the next read
+        return [line for line in lines if line.strip()]
+
+
+def _take_json_lines(run: BackendRun, lines: Sequence[str], keep_steps: bool) -> list[dict[str, Any]]:
+    """Sort the metrics file's lines into ``run``: facts, settings and (if ``keep_steps``) step records."""
+    new = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            run.error = run.error or f"unreadable line in {run.metrics_path}: {line[:80]!r}"
+            continue
+        if not isinstance(record, dict):
+            continue
+        if isinstance(record.get("run"), dict):
+            run.facts.update(record["run"])
+        elif isinstance(record.get("settings"), dict):
+            run.settings.update(record["settings"])
+        elif keep_steps and "step" in record:
+            new.append(record)
+    return new
+
+
+def _take_output_lines(run: BackendRun, lines: Sequence[str], pattern: MetricPattern) -> list[dict[str, Any]]:
+    new = []
+    for record in pattern.records("\n".join(lines)):
+        if "error" in record:
+            run.error = run.error or f"--metric: {record['error']}"
+        else:
+            new.append(record)
+    return new
 
 
 def _tail(path: Path, lines: int = 5) -> str:
@@ -164,8 +203,16 @@ def run_backends(
     progress: bool = True,
     timeout: float | None = None,
     metric: str = "loss",
+    pattern: MetricPattern | None = None,
+    redirect: bool = False,
+    allow_missing: bool = False,
 ) -> list[BackendRun]:
-    """Run ``script`` once per backend (sequentially, so timings do not compete); return the runs."""
+    """Run ``script`` once per backend (sequentially, so timings do not compete); return the runs.
+
+    ``pattern``: read the metrics from the script's output (``metric`` is then its compared
+    group); ``redirect``: run each leg under the runtime redirect (``accel run``, with
+    ``--allow-missing`` if ``allow_missing``).
+    """
     from rich.console import Console
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -180,8 +227,11 @@ def run_backends(
             name,
             metrics_path=str(out_dir / f"metrics-{safe}.jsonl"),
             log_path=str(out_dir / f"{safe}.log"),
+            redirect_report=str(out_dir / f"redirect-{safe}.json") if redirect else "",
         )
         run.env, why_not = backend_env(name)
+        if pattern is not None:
+            run.env["PYTHONUNBUFFERED"] = "1"  # the output is the metrics source: follow it as it comes
         if why_not:
             run.error = f"not available: {why_not}"
         runs.append(run)
@@ -203,7 +253,7 @@ def run_backends(
                 bar.update(task, status=f"[red]{escape(run.error)}")
                 continue
             bar.update(task, total=expected, status="starting")
-            _run_one(run, script, script_args, bar, task, timeout, metric)
+            _run_one(run, script, script_args, bar, task, timeout, metric, pattern, allow_missing)
             if run.ok and expected is None:
                 expected = len(run.records)  # later runs of the same script: a known total
     return runs
@@ -217,16 +267,23 @@ def _run_one(
     task: Any,
     timeout: float | None,
     metric: str,
+    pattern: MetricPattern | None,
+    allow_missing: bool = False,
 ) -> None:
     metrics = Path(run.metrics_path)
     metrics.unlink(missing_ok=True)  # log_metric appends
     env = {**os.environ, **run.env, METRICS_ENV: str(metrics)}
     follower = _Follower(metrics)
+    output = _Follower(Path(run.log_path))
+    if run.redirect_report:
+        Path(run.redirect_report).unlink(missing_ok=True)
+        leg = [sys.executable, "-m", "accel_abstraction.parity.leg", run.redirect_report]
+        command = [*leg, *(["--allow-missing"] if allow_missing else []), str(script)]
+    else:
+        command = [sys.executable, str(script)]
     start = time.perf_counter()
     with open(run.log_path, "w", encoding="utf-8") as log:
-        proc = subprocess.Popen(
-            [sys.executable, str(script), *script_args], env=env, stdout=log, stderr=subprocess.STDOUT
-        )
+        proc = subprocess.Popen([*command, *script_args], env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             while True:
                 try:
@@ -234,7 +291,9 @@ def _run_one(
                     done = True
                 except subprocess.TimeoutExpired:
                     done = False
-                new = follower.read()
+                new = _take_json_lines(run, follower.lines(final=done), keep_steps=pattern is None)
+                if pattern is not None:
+                    new = _take_output_lines(run, output.lines(final=done), pattern)
                 if new:
                     run.records.extend(new)
                     last = new[-1]
@@ -256,6 +315,9 @@ def _run_one(
     run.returncode = proc.returncode
     if not run.error and proc.returncode != 0:
         run.error = f"exited with code {proc.returncode}: {_tail(Path(run.log_path), 1)}"
+    elif not run.error and not run.records and pattern is not None:
+        last = _tail(Path(run.log_path), 1) or "(no output)"
+        run.error = f"no line of its output matched --metric {pattern.regex.pattern!r} (last line: {last!r})"
     elif not run.error and not run.records:
         run.error = f"logged no metrics (does the script call accel.log_metric? {METRICS_ENV} was {metrics})"
     if run.error:

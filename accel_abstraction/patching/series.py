@@ -69,10 +69,18 @@ def base_version(version: str) -> str:
 
 
 def default_patches_dir() -> Path:
-    """``$ACCEL_PATCHES_DIR``, else the ``patches`` directory of this source checkout."""
+    """``$ACCEL_PATCHES_DIR``; else the series installed with the package; else this checkout's ``patches``.
+
+    A wheel carries the top-level ``patches/`` directory as ``accel_abstraction/patching/series_data``
+    (see ``[tool.setuptools.package-dir]``); an editable install or a source checkout reads
+    ``patches/`` itself.
+    """
     env = os.environ.get(PATCHES_DIR_ENV)
     if env:
         return Path(env)
+    installed = Path(__file__).resolve().parent / "series_data"
+    if (installed / "pytorch").is_dir():
+        return installed
     return Path(__file__).resolve().parents[2] / "patches"
 
 

@@ -14,10 +14,19 @@ exist to find it.  Modules, one job each:
 - :mod:`.cli`: the ``scan`` and ``port`` subcommands.
 """
 
-from .codemod import PortResult, port_source
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_getattr
 from .findings import FileResult, Finding, Fix
 from .rules import BUILTIN_RULES, CATEGORIES, Rule
 from .scanner import scan_source
+
+if TYPE_CHECKING:
+    from .codemod import PortResult, port_source
+
+# The codemod needs libcst, which only the `port` extra installs: imported on first use, so
+# `accel scan` and the pre-commit hook run without it.
+__getattr__ = lazy_getattr(__name__, {"PortResult": "codemod", "port_source": "codemod"}, globals())
 
 __all__ = [
     "BUILTIN_RULES",

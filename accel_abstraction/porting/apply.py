@@ -7,9 +7,12 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .codemod import PortResult, port_source
 from .runner import read_source
+
+if TYPE_CHECKING:
+    from .codemod import PortResult
 
 
 def unified_diff(result: PortResult) -> str:
@@ -45,6 +48,8 @@ def atomic_write(path: Path, text: str, encoding: str) -> None:
 
 def port_file(path: Path, enabled: Callable[[str], bool] | None = None, write: bool = False) -> PortResult:
     """Port one file; with ``write`` the file is replaced only when the output changed and parses."""
+    from .codemod import PortResult, port_source  # needs libcst: the `port` extra, not `accel scan`
+
     try:
         source, encoding = read_source(path)
     except (OSError, UnicodeDecodeError, SyntaxError) as exc:

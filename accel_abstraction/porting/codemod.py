@@ -14,9 +14,14 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import libcst as cst
-import libcst.helpers
-from libcst.metadata import MetadataWrapper, PositionProvider
+from ..requirements import missing
+
+try:
+    import libcst as cst
+    import libcst.helpers
+    from libcst.metadata import MetadataWrapper, PositionProvider
+except ModuleNotFoundError as _exc:
+    raise missing(_exc, "libcst", "accel port (lossless rewriting)") from None
 
 from .findings import Finding, Fix
 from .scanner import scan_source

@@ -3,37 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-import accel_abstraction.plugins as plugins
-import accel_abstraction.runtime as runtime
-from accel_abstraction.cli import main
 from accel_abstraction.parity.compare import compare_runs
 from accel_abstraction.parity.runner import BackendRun
 
-HERE = Path(__file__).parent
-TINY = str(HERE / "tiny_script.py")
-REPO = HERE.parents[1]
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in list(os.environ):
-        if key.startswith("ACCEL_"):
-            monkeypatch.delenv(key)
-    yield
-    runtime.reset()
-    plugins.reset()
-
-
-def parity(*args: str) -> int:
-    return main(["parity", "--no-progress", *args])
+from .conftest import PNG_MAGIC, REPO, TINY, parity
 
 
 def test_identical_runs_match_bitwise(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

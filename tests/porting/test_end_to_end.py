@@ -12,6 +12,8 @@ import pytest
 
 from accel_abstraction.porting import port_source, scan_source
 
+pytest.importorskip("torch", reason="runs the ported script on the backends (the notorch nox leg has no torch)")
+
 SCRIPT = textwrap.dedent(
     '''
     """Train a small regression MLP the way CUDA-first tutorials do."""

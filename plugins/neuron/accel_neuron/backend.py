@@ -22,14 +22,19 @@ from __future__ import annotations
 import importlib.util
 import os
 import traceback
+from typing import TYPE_CHECKING
 
 import torch
 
 from accel_abstraction.features import Availability, Capabilities
 from accel_abstraction.interface import Backend
-from accel_abstraction.settings import AccelSettings
 
-from .settings import NeuronSettings
+from .settings import NEURON
+
+if TYPE_CHECKING:
+    from accel_abstraction.sections import CoreSettings
+
+    from .settings import NeuronSettings
 
 __all__ = ["NeuronBackend", "SUPPORTED_TORCH"]
 
@@ -51,9 +56,9 @@ class NeuronBackend(Backend):
     visible_devices_var = "NEURON_RT_VISIBLE_CORES"
     sync_before_memory_stats = True
 
-    def __init__(self, settings: AccelSettings | None = None, neuron: NeuronSettings | None = None) -> None:
+    def __init__(self, settings: CoreSettings | None = None, neuron: NeuronSettings | None = None) -> None:
         super().__init__(settings)
-        self.neuron_settings = neuron if neuron is not None else NeuronSettings.load()
+        self.neuron_settings = neuron if neuron is not None else NEURON.load()
 
     @property
     def emulated(self) -> bool:
@@ -68,6 +73,11 @@ class NeuronBackend(Backend):
         return self._native_availability()
 
     def _emulator_availability(self) -> Availability:
+        from .emulator.install import EMULATED_TORCH, unsupported_torch
+
+        reason = unsupported_torch()
+        if reason is not None:
+            return Availability.no(reason, hint=f"pip install 'torch=={EMULATED_TORCH[-1]}.*'")
         owner = torch._C._get_privateuse1_backend_name()
         if owner not in ("privateuseone", "neuron"):
             return Availability.no(

@@ -1,32 +1,33 @@
-"""The neuron plugin's settings: ``[tool.accel.neuron]`` / ``ACCEL_NEURON_*``."""
+"""The neuron plugin's settings: ``[tool.accel.neuron]`` / ``ACCEL_NEURON_*``.
+
+:data:`NEURON` declares the section (its defaults are written only there);
+:class:`NeuronSettings` (pydantic, in :mod:`._settings_model`) validates it when anything
+sets a value. ``NEURON.load()`` needs no pydantic import when nothing is set.
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
+from accel_abstraction.sections import SectionSpec
 
-from accel_abstraction.settings import ConfigSection, section_config
+if TYPE_CHECKING:
+    from ._settings_model import NeuronSettings
 
-__all__ = ["NeuronSettings"]
+__all__ = ["NEURON", "NeuronSettings"]
+
+#: ``[tool.accel.neuron]`` / ``ACCEL_NEURON_*``.
+NEURON = SectionSpec(
+    section="neuron",
+    env_prefix="ACCEL_NEURON_",
+    defaults={"emulate": False, "emulate_devices": 2},
+    model="accel_neuron._settings_model:NeuronSettings",
+)
 
 
-class NeuronSettings(ConfigSection):
-    """How the ``neuron`` backend runs.
+def __getattr__(name: str) -> Any:
+    if name == "NeuronSettings":
+        from ._settings_model import NeuronSettings
 
-    ``emulate = true`` (``ACCEL_NEURON_EMULATE=1``) runs the neuron device as a CPU
-    emulation. It is never chosen on its own: without it, ``neuron`` needs AWS's
-    TorchNeuron (``torch_neuronx``) and visible NeuronCores.
-
-    ``emulate_devices = N`` (``ACCEL_NEURON_EMULATE_DEVICES=N``) is how many devices the
-    emulation shows (``neuron:0`` .. ``neuron:N-1``, default 2); a Trainium instance has 2
-    to 128 logical NeuronCores.
-    """
-
-    model_config = section_config("ACCEL_NEURON_")
-    section: ClassVar[str] = "neuron"
-
-    emulate: bool = Field(False, description="Run the neuron device as a CPU emulation (CI, laptops).")
-    emulate_devices: int = Field(
-        2, ge=1, le=128, description="How many emulated devices (neuron:0 .. neuron:N-1) the emulation shows."
-    )
+        return NeuronSettings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -37,6 +37,31 @@ def test_install_refuses_when_another_backend_owns_privateuse1(run_python):
     assert "refused:" in proc.stdout and "'foo'" in proc.stdout
 
 
+def test_install_refuses_a_torch_release_its_private_hooks_were_not_checked_against(run_python):
+    proc = run_python(
+        """
+        import torch
+        torch.__version__ = "2.15.0+cpu"  # as if a newer torch were installed
+        from accel_neuron.emulator import EmulatorError, install, is_installed
+        try:
+            install()
+        except EmulatorError as e:
+            print("refused:", e)
+        assert not is_installed()
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "refused: the neuron emulator relies on private PyTorch hooks checked against torch 2.13" in proc.stdout
+    assert "torch 2.15.0+cpu is installed" in proc.stdout
+
+
+def test_unsupported_torch_names_the_versions():
+    from accel_neuron.emulator.install import unsupported_torch
+
+    assert unsupported_torch("2.13.0+cpu") is None
+    assert "torch 2.14.1 is installed" in unsupported_torch("2.14.1")
+
+
 def test_device_module_exposes_native_names(neuron_emulator):
     missing = [n for n in NEURON_NAMES if not hasattr(torch.neuron, n)]
     assert missing == []

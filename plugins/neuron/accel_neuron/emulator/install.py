@@ -10,6 +10,25 @@ import torch
 from .errors import EmulatorError
 
 log = logging.getLogger("accel_neuron.emulator")
+
+#: torch minor versions whose private hooks the emulator was written and tested against
+#: (``torch.utils.backend_registration``, ``torch._C._acc``, storage construction from a data
+#: pointer, the PrivateUse1 fallback). Add a version only after the emulator's suite passes on it.
+EMULATED_TORCH: tuple[str, ...] = ("2.13",)
+
+
+def unsupported_torch(version: str | None = None) -> str | None:
+    """Why the emulator cannot run on torch ``version`` (default: the installed one), or ``None``."""
+    version = version or torch.__version__
+    minor = ".".join(version.split("+")[0].split(".")[:2])
+    if minor in EMULATED_TORCH:
+        return None
+    return (
+        f"the neuron emulator relies on private PyTorch hooks checked against torch "
+        f"{' and '.join(EMULATED_TORCH)} only, and torch {version} is installed; install "
+        f"torch=={EMULATED_TORCH[-1]}.* for the emulated device (the public accel API and the native "
+        f"neuron backend do not depend on these hooks)"
+    )
 _lock = threading.Lock()
 _installed = False
 
@@ -48,6 +67,9 @@ def install(devices: int | None = None, source: str = "") -> None:
                     "The device count is fixed for the life of a process: set it before the first install."
                 )
             return
+        reason = unsupported_torch()
+        if reason is not None:
+            raise EmulatorError(reason)
         owner = _current_owner()
         if owner not in ("privateuseone", "neuron"):
             raise EmulatorError(
@@ -64,9 +86,9 @@ def install(devices: int | None = None, source: str = "") -> None:
                     "TORCH_DEVICE_BACKEND_AUTOLOAD=0 so it is not autoloaded, to run the emulator."
                 )
         if devices is None:
-            from ..settings import NeuronSettings
+            from ..settings import NEURON
 
-            settings = NeuronSettings.load()
+            settings = NEURON.load()
             devices = settings.emulate_devices
             source = str(settings.source_of("emulate_devices"))
         elif devices < 1:

@@ -1,0 +1,119 @@
+"""The ``accel`` subcommands: what a command is, and the built-in ones, registered as a plugin.
+
+Every subcommand, built-in or a third party's, reaches the CLI through the
+``accel_register_commands(register)`` hook (like llm's ``register_commands``)::
+
+    from accel_abstraction import hookimpl
+    from accel_abstraction.commands import CommandSpec
+
+    @hookimpl
+    def accel_register_commands(register):
+        register(CommandSpec("profile", "profile a training step", "my_pkg.accel_profile"))
+
+``module`` is imported only when its command runs (or for ``accel --help``), so a command
+costs nothing to the others: ``accel scan`` never imports torch, ``accel info`` never libcst.
+The module exposes ``add_parser(subparsers)``, which adds the subcommand's parser and sets
+its ``func`` (``args -> exit code``); a module may add several subcommands.
+
+The built-in commands are the hook implementation in this module, registered by the plugin
+host itself (not through an entry point, so ``ACCEL_PLUGINS`` cannot remove them).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    import pluggy
+
+__all__ = ["BUILTIN_PLUGIN_NAME", "CommandSpec", "accel_register_commands", "collect_commands"]
+
+BUILTIN_PLUGIN_NAME = "accel-builtin-commands"
+_NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """A subcommand of ``accel``: its name, one-line help, and the module that builds its parser."""
+
+    name: str
+    help: str
+    module: str
+
+    def __post_init__(self) -> None:
+        if not _NAME_RE.match(self.name):
+            raise ValueError(f"command name {self.name!r} must be lower-case letters, digits and '-'")
+
+
+BUILTIN_COMMANDS: tuple[CommandSpec, ...] = (
+    CommandSpec("info", "show plugins, backends, the selected backend and why", "accel_abstraction.info"),
+    CommandSpec(
+        "scan", "find CUDA coupling in Python code (reads it; never runs it)", "accel_abstraction.porting.cli"
+    ),
+    CommandSpec("port", "rewrite CUDA coupling to the accel_abstraction API", "accel_abstraction.porting.cli"),
+    CommandSpec("run", "run CUDA code unchanged on the selected backend", "accel_abstraction.redirect.cli"),
+    CommandSpec(
+        "parity", "run a training script on several backends and compare", "accel_abstraction.parity.cli"
+    ),
+    CommandSpec(
+        "patches", "list, check, apply or revert the PyTorch patch series", "accel_abstraction.patching.cli"
+    ),
+)
+
+
+@hookimpl
+def accel_register_commands(register: Callable[[CommandSpec], None]) -> None:
+    """The built-in subcommands."""
+    for spec in BUILTIN_COMMANDS:
+        register(spec)
+
+
+def collect_commands(pm: pluggy.PluginManager) -> dict[str, CommandSpec]:
+    """Every plugin's commands, name -> spec; the built-ins first.
+
+    Each plugin's hook runs on its own: one that raises, registers something that is not a
+    :class:`CommandSpec`, or takes a name already taken is skipped with a warning naming it,
+    and the other commands stay usable.
+    """
+    commands: dict[str, CommandSpec] = {}
+    owners: dict[str, str] = {}
+    impls = pm.hook.accel_register_commands.get_hookimpls()
+    impls.sort(key=lambda impl: pm.get_name(impl.plugin) != BUILTIN_PLUGIN_NAME)
+    for impl in impls:
+        plugin = pm.get_name(impl.plugin) or repr(impl.plugin)
+        added: list[object] = []
+        try:
+            impl.function(*[{"register": added.append}[arg] for arg in impl.argnames])
+        except Exception as exc:  # a broken plugin must not take the CLI down
+            warnings.warn(
+                f"accel plugin {plugin!r}: accel_register_commands raised {type(exc).__name__}: {exc}; "
+                "its commands are not available",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            continue
+        for spec in added:
+            if not isinstance(spec, CommandSpec):
+                warnings.warn(
+                    f"accel plugin {plugin!r} registered {spec!r}; register() takes an "
+                    "accel_abstraction.commands.CommandSpec: ignored",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+            elif spec.name in commands:
+                warnings.warn(
+                    f"accel plugin {plugin!r} registers command {spec.name!r}, which {owners[spec.name]!r} "
+                    "already provides: ignored",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+            else:
+                commands[spec.name] = spec
+                owners[spec.name] = plugin
+    return commands

@@ -1,0 +1,249 @@
+"""Recorded runs: ``accel parity --record ref.json`` now, ``--reference ref.json`` later, elsewhere.
+
+A recording is the ``parity.json`` document itself (any run's ``parity.json`` serves): its
+schema is :data:`SCHEMA` version :data:`SCHEMA_VERSION`, documented in ``docs/parity.md``.
+:func:`load_reference` reads one run of it back as a :class:`~.runner.BackendRun` (the
+document's reference run unless another label is asked for), which then stands first in
+the comparison like a backend run now would. :func:`settings_mismatches` (before running) and
+:func:`run_mismatches` (after) say where the new runs were not set up like the recorded one
+(script, arguments, steps, declared settings, versions), so a difference in the numbers can
+be read for what it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import platform
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .runner import BackendRun
+
+__all__ = [
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "Reference",
+    "ReferenceError",
+    "decode_float",
+    "encode_float",
+    "file_sha256",
+    "host_facts",
+    "load_reference",
+    "run_mismatches",
+    "settings_mismatches",
+]
+
+SCHEMA = "accel-parity"
+SCHEMA_VERSION = 2
+_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf, "nan": math.nan, "inf": math.inf, "-inf": -math.inf}  # fmt: skip
+
+
+class ReferenceError(ConfigError):
+    """A ``--reference`` file that cannot be used (missing, not JSON, another schema, no such run)."""
+
+
+def encode_float(value: Any) -> Any:
+    """JSON has no NaN or infinity: write them as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
+
+
+def decode_float(value: Any) -> Any:
+    """The inverse of :func:`encode_float` (also reads schema 1's ``"nan"``/``"inf"``)."""
+    return _NONFINITE.get(value, value) if isinstance(value, str) else value
+
+
+def file_sha256(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def host_facts() -> dict[str, Any]:
+    """The machine the runs were made on (no host name): platform, CPU model and count, versions."""
+    from .. import __version__
+
+    try:
+        import torch
+
+        torch_version: str | None = torch.__version__
+    except ImportError:  # the core installs without torch; then no run could have used it
+        torch_version = None
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass  # not Linux: platform.processor() stays
+    return {
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch_version,
+        "accel": __version__,
+    }
+
+
+@dataclass
+class Reference:
+    """A recorded run and the document it came from."""
+
+    path: Path
+    document: dict[str, Any]
+    run: BackendRun
+    sha256: str  # of the file as read
+
+    @property
+    def summary(self) -> str:
+        facts, host = self.run.facts, self.document.get("host") or {}
+        device = facts.get("device_name") or self.run.backend
+        when = self.document.get("created", "an unknown time")
+        versions = f"torch {facts.get('torch', host.get('torch', '?'))}"
+        return f"{self.run.backend} on {device} ({versions}), recorded {when} in {self.path}"
+
+
+def _fail(path: Path, what: str) -> ReferenceError:
+    return ReferenceError(
+        f"--reference {path}: {what}; record one with: accel parity SCRIPT --backends NAME --record {path}"
+    )
+
+
+def load_reference(path: str | Path, label: str | None = None) -> Reference:
+    """Read run ``label`` (default: the document's reference run) of a recorded ``parity.json``."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+    except FileNotFoundError:
+        raise _fail(path, "no such file") from None
+    except IsADirectoryError:
+        raise _fail(path, "is a folder, not a parity.json file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _fail(path, f"cannot be read ({exc})") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _fail(path, f"is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
+        raise _fail(path, "is not a parity.json document (no 'runs' list)")
+    version = doc.get("schema_version")
+    if (
+        doc.get("schema", SCHEMA) != SCHEMA
+        or not isinstance(version, int)
+        or not 1 <= version <= SCHEMA_VERSION
+    ):
+        raise _fail(
+            path,
+            f"has schema {doc.get('schema', SCHEMA)!r} version {version!r}; this accel reads "
+            f"{SCHEMA!r} versions 1..{SCHEMA_VERSION} (a newer accel wrote it? upgrade)",
+        )
+    runs = [r for r in doc["runs"] if isinstance(r, dict)]
+    labels = [str(r.get("label")) for r in runs]
+    wanted = label if label is not None else str(doc.get("reference", labels[0] if labels else ""))
+    if wanted not in labels:
+        raise _fail(path, f"has no run {wanted!r} (runs: {', '.join(labels) or 'none'})")
+    raw = runs[labels.index(wanted)]
+    if raw.get("error"):
+        raise _fail(path, f"its run {wanted!r} failed ({raw['error']}), so it is no reference")
+    metric = str(doc.get("metric", "loss"))
+    if isinstance(raw.get("records"), list):
+        records = [
+            {k: decode_float(v) for k, v in r.items()}
+            for r in raw["records"]
+            if isinstance(r, dict) and "step" in r
+        ]
+    else:  # schema 1: the compared metric and step times, by step
+        steps, values, times = raw.get("steps", []), raw.get(metric, []), raw.get("step_time", [])
+        records = [
+            {"step": s, metric: decode_float(v), **({"step_time": t} if t is not None else {})}
+            for s, v, t in zip(steps, values, list(times) + [None] * len(steps), strict=False)
+        ]
+    if not any(metric in r for r in records):
+        raise _fail(path, f"its run {wanted!r} has no {metric!r} values")
+    recorded = str(raw.get("recorded_from") or "")
+    run = BackendRun(
+        wanted if recorded else f"{wanted} (recorded)",
+        str(raw.get("backend", wanted)),
+        env=dict(raw.get("env") or {}),
+        returncode=raw.get("returncode"),
+        records=records,
+        facts=dict(raw.get("facts") or {}),
+        settings=dict(raw.get("settings") or {}),
+        recorded_from=str(path),
+    )
+    return Reference(path, doc, run, hashlib.sha256(data).hexdigest())
+
+
+def settings_mismatches(reference: Reference, now: Mapping[str, Any]) -> list[str]:
+    """Where this parity run is set up unlike the recorded one, known before running: one sentence each.
+
+    ``now`` holds this run's ``script_sha256``, ``script_args``, ``metric``, ``metric_pattern``
+    and ``redirect``. :func:`run_mismatches` adds what the runs themselves show.
+    """
+    doc = reference.document
+    out = []
+    for key, what in [
+        ("script_sha256", "script hash (the script changed since the recording)"),
+        ("script_args", "script arguments"),
+        ("metric", "compared metric"),
+        ("metric_pattern", "--metric pattern"),
+        ("redirect", "--redirect"),
+    ]:
+        if key in doc and doc[key] != now.get(key):
+            a, b = doc[key], now.get(key)
+            if key == "script_sha256":
+                a, b = f"{str(a)[:12]}...", f"{str(b)[:12]}..."
+            elif (
+                key == "script_args"
+                and isinstance(a, list)
+                and isinstance(b, list)
+                and len(json.dumps(a + b)) > 60
+            ):
+                out.append(f"{what}: {_args_diff(a, b)}")  # long lists: what differs, not both in full
+                continue
+            out.append(f"{what}: reference {_short(a)}, now {_short(b)}")
+    return out
+
+
+def run_mismatches(reference: Reference, runs: Sequence[BackendRun]) -> list[str]:
+    """After the runs: steps, declared settings and versions that differ from the recorded run."""
+    doc, ref = reference.document, reference.run
+    out = []
+    metric = str(doc.get("metric", "loss"))
+    ref_steps = len(ref.series(metric))
+    for run in runs:
+        if not run.ok or run is ref:
+            continue
+        steps = len(run.series(metric))
+        if steps != ref_steps:
+            out.append(f"{run.label}: {steps} steps, the reference {ref_steps}")
+        for key in sorted(set(ref.settings) | set(run.settings)):
+            a, b = ref.settings.get(key), run.settings.get(key)
+            if a != b:
+                out.append(f"{run.label}: declared {key} {_short(b)}, the reference {_short(a)}")
+        for key in ("torch", "accel", "default_dtype"):
+            a, b = ref.facts.get(key), run.facts.get(key)
+            if a is not None and b is not None and a != b:
+                out.append(f"{run.label}: {key} {b}, the reference {a}")
+    return out
+
+
+def _args_diff(ref: list[Any], now: list[Any]) -> str:
+    gone = [a for a in ref if a not in now]
+    new = [a for a in now if a not in ref]
+    if not gone and not new:
+        return f"the same arguments in another order: reference {json.dumps(ref)}, now {json.dumps(now)}"
+    return f"only in the reference {json.dumps(gone)}, only now {json.dumps(new)}"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else value
+    return text if len(text) <= 60 else text[:40] + "..." + text[-16:]

@@ -1,0 +1,96 @@
+"""The nearest ``pyproject.toml`` and its ``[tool.accel...]`` tables, without pydantic.
+
+Light on purpose: selecting a backend reads this on every first use, and most runs have
+nothing to validate (see :mod:`accel_abstraction.sections`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as the tomli distribution
+    import tomli as tomllib
+
+from .errors import ConfigError, did_you_mean
+
+__all__ = ["Provenance", "find_pyproject", "read_section_table", "toml_key_line"]
+
+
+def find_pyproject(start: Path | None = None) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start`` (a folder or a file; default: the working directory)."""
+    here = (start or Path.cwd()).resolve()
+    if here.is_file():
+        here = here.parent
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def toml_key_line(path: Path, header: tuple[str, ...], key: str) -> int | None:
+    """Line number (1-based) of ``key = ...`` inside table ``[a.b.c]`` of a TOML file, if found."""
+    wanted = ".".join(header)
+    current = ""
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        line = raw.strip()
+        if line.startswith("[") and not line.startswith("[["):
+            current = line.strip("[] ").replace('"', "").replace("'", "")
+        elif current == wanted and line.split("=", 1)[0].strip().strip("\"'") == key:
+            return number
+    return None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where one setting's value came from, for messages and ``accel info``."""
+
+    kind: Literal["keyword", "env", "file", "default"]
+    detail: str
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+DEFAULT = Provenance("default", "default")
+
+
+def read_section_table(path: Path, header: tuple[str, ...], known: set[str]) -> dict[str, Any]:
+    """The table ``[a.b.c]`` (``header``) of ``path``, after checking the file parses and every key is known.
+
+    Sub-tables (mapping values) are returned as they are: they belong to other sections.
+    """
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML ({exc}); fix the file or remove its [tool.accel] table") from None
+    node: Any = data
+    walked: list[str] = []
+    for key in header:
+        walked.append(key)
+        if not isinstance(node, Mapping):
+            break
+        node = node.get(key, {})
+        if not isinstance(node, Mapping):
+            line = toml_key_line(path, tuple(walked[:-1]), key)
+            where = f"{path}:{line}" if line else str(path)
+            raise ConfigError(
+                f"{where}: [{'.'.join(walked)}] must be a table, not {type(node).__name__} {node!r}; "
+                f"write it as a [{'.'.join(walked)}] section with key = value lines"
+            )
+    table = dict(node)
+    for key, value in table.items():
+        if key not in known and not isinstance(value, Mapping):
+            line = toml_key_line(path, header, key)
+            raise ConfigError(
+                f"{path}:{line or '?'}: unknown key {key!r} in [{'.'.join(header)}]; "
+                f"known keys: {', '.join(sorted(known))}.{did_you_mean(key, known)}"
+            )
+    return table

@@ -1,0 +1,255 @@
+"""A benchmark harness that holds on a noisy machine: ours against the direct PyTorch call.
+
+Every benchmark in this folder reports *ratios* (ours / the direct call) measured the same way:
+
+- rounds are **interleaved** and the order of the two sides is **shuffled** every round, so a
+  burst of load on a shared machine hits both sides alike;
+- each side is timed by **thread CPU time** (what the call costs) next to wall time (what the
+  caller waits), and the per-round ratio of each is kept;
+- a result is the **median and the range** of the per-round ratios, never a single best;
+- a result whose ratio range is wider than ``WIDE`` (relative to its median) is flagged
+  ``noisy``: too wide to rank two numbers that close, rerun on a quieter machine;
+- threads are fixed (``--threads``, default 1) and stated; each benchmark is bounded in time
+  (``--budget`` seconds of measuring, default 20).
+
+``python benchmarks/bench_X.py --json out.json`` merges its results into ``out.json``;
+``nox -s bench`` runs them all into ``benchmarks/results.json`` and regenerates the table in
+the README from it (``benchmarks/readme_table.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "Case",
+    "Result",
+    "WIDE",
+    "add_common_args",
+    "compare_calls",
+    "compare_processes",
+    "machine",
+    "print_results",
+    "setup_threads",
+    "write_json",
+]
+
+#: A ratio range wider than this fraction of its median is flagged ``noisy``.
+WIDE = 0.20
+
+
+@dataclass(frozen=True)
+class Case:
+    """Two callables doing the same work: ours and the direct PyTorch (or alternative) call."""
+
+    name: str
+    ours: Callable[[], object]
+    direct: Callable[[], object]
+    direct_label: str = "torch"
+
+
+@dataclass
+class Result:
+    """Per-round ratios (ours / direct) of one case, by thread CPU time and by wall time."""
+
+    name: str
+    direct_label: str
+    ours_ns: float
+    direct_ns: float
+    cpu_ratios: list[float] = field(default_factory=list)
+    wall_ratios: list[float] = field(default_factory=list)
+    unit: str = "ns/call"
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.cpu_ratios)
+
+    @property
+    def low(self) -> float:
+        return min(self.cpu_ratios)
+
+    @property
+    def high(self) -> float:
+        return max(self.cpu_ratios)
+
+    @property
+    def wall_ratio(self) -> float:
+        return statistics.median(self.wall_ratios)
+
+    @property
+    def noisy(self) -> bool:
+        return (self.high - self.low) > WIDE * self.ratio
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "ratio": round(self.ratio, 4),
+            "low": round(self.low, 4),
+            "high": round(self.high, 4),
+            "wall_ratio": round(self.wall_ratio, 4),
+            "ours": round(self.ours_ns, 1),
+            "direct": round(self.direct_ns, 1),
+            "unit": self.unit,
+            "against": self.direct_label,
+            "rounds": len(self.cpu_ratios),
+            "noisy": self.noisy,
+        }
+
+
+def add_common_args(parser: argparse.ArgumentParser, rounds: int = 11) -> None:
+    parser.add_argument("--rounds", type=int, default=rounds, help="interleaved rounds (default %(default)s)")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default %(default)s)")
+    parser.add_argument("--budget", type=float, default=20.0, help="seconds of measuring per benchmark")
+    parser.add_argument("--json", type=Path, help="merge the results into this JSON file")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the round order shuffle")
+
+
+def setup_threads(threads: int) -> None:
+    """Fix intra- and inter-op threads (set before torch does work; OMP_NUM_THREADS for children)."""
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def _time(fn: Callable[[], object], number: int) -> tuple[float, float]:
+    """(thread CPU ns, wall ns) per call of ``fn`` over ``number`` calls."""
+    c0, w0 = time.thread_time_ns(), time.perf_counter_ns()
+    for _ in range(number):
+        fn()
+    return (time.thread_time_ns() - c0) / number, (time.perf_counter_ns() - w0) / number
+
+
+def _calibrate(fn: Callable[[], object], target_ns: float) -> int:
+    number = 1
+    while True:
+        cpu, wall = _time(fn, number)
+        if wall * number >= target_ns / 4 or number >= 1 << 22:
+            return max(1, int(number * target_ns / max(wall * number, 1.0)))
+        number *= 4
+
+
+def compare_calls(cases: Sequence[Case], rounds: int, budget_s: float, seed: int = 0) -> list[Result]:
+    """Interleaved, shuffled rounds of every case's two sides; each side measured ~budget/(2*cases*rounds)."""
+    rng = random.Random(seed)
+    slot_ns = budget_s * 1e9 / (2 * len(cases) * rounds)
+    numbers = {}
+    for case in cases:  # warm up and size each side to its time slot
+        numbers[case.name] = (_calibrate(case.ours, slot_ns), _calibrate(case.direct, slot_ns))
+    results = {case.name: Result(case.name, case.direct_label, 0.0, 0.0) for case in cases}
+    ours_all: dict[str, list[float]] = {c.name: [] for c in cases}
+    direct_all: dict[str, list[float]] = {c.name: [] for c in cases}
+    for _ in range(rounds):
+        order = list(cases)
+        rng.shuffle(order)
+        for case in order:
+            n_ours, n_direct = numbers[case.name]
+            sides = [("ours", case.ours, n_ours), ("direct", case.direct, n_direct)]
+            rng.shuffle(sides)
+            measured = {side: _time(fn, n) for side, fn, n in sides}
+            res = results[case.name]
+            res.cpu_ratios.append(measured["ours"][0] / measured["direct"][0])
+            res.wall_ratios.append(measured["ours"][1] / measured["direct"][1])
+            ours_all[case.name].append(measured["ours"][0])
+            direct_all[case.name].append(measured["direct"][0])
+    for case in cases:
+        results[case.name].ours_ns = statistics.median(ours_all[case.name])
+        results[case.name].direct_ns = statistics.median(direct_all[case.name])
+    return [results[case.name] for case in cases]
+
+
+_PROCESS_TIMER = """
+import sys, time
+c0, w0 = time.process_time(), time.perf_counter()
+exec(compile(sys.argv[1], "<bench>", "exec"))
+print(time.process_time() - c0, time.perf_counter() - w0)
+"""
+
+
+def compare_processes(
+    name: str, ours: str, direct: str, rounds: int, direct_label: str = "torch", env: dict[str, str] | None = None
+) -> Result:
+    """Fresh interpreters per round (shuffled order) timing the code ``ours`` against ``direct``.
+
+    The measured region is the code itself (interpreter start-up excluded); process CPU time
+    and wall time. For import and first-use costs.
+    """
+    rng = random.Random(len(name))
+    full_env = {**os.environ, **(env or {})}
+    res = Result(name, direct_label, 0.0, 0.0, unit="ms")
+    ours_ms, direct_ms = [], []
+    for _ in range(rounds):
+        sides = [("ours", ours), ("direct", direct)]
+        rng.shuffle(sides)
+        measured = {}
+        for side, code in sides:
+            out = subprocess.run(
+                [sys.executable, "-c", _PROCESS_TIMER, code], capture_output=True, text=True, env=full_env, check=True
+            )
+            cpu, wall = map(float, out.stdout.split()[-2:])
+            measured[side] = (cpu, wall)
+        res.cpu_ratios.append(measured["ours"][0] / measured["direct"][0])
+        res.wall_ratios.append(measured["ours"][1] / measured["direct"][1])
+        ours_ms.append(measured["ours"][0] * 1e3)
+        direct_ms.append(measured["direct"][0] * 1e3)
+    res.ours_ns, res.direct_ns = statistics.median(ours_ms), statistics.median(direct_ms)
+    return res
+
+
+def machine(threads: int) -> dict[str, Any]:
+    import torch
+
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cpus": os.cpu_count(),
+        "threads": threads,
+        "platform": platform.platform(),
+        "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+    }
+
+
+def print_results(title: str, results: Sequence[Result], threads: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{title} ({threads} thread{'s' if threads != 1 else ''}; ratio = ours / direct, thread CPU time)")
+    for col in ("case", "ours", "direct", "ratio [range]", "wall ratio", ""):
+        table.add_column(col, justify="left" if col in ("case", "") else "right")
+    for r in results:
+        unit = r.unit.split("/")[0]
+        table.add_row(
+            r.name,
+            f"{r.ours_ns:.4g} {unit}",
+            f"{r.direct_ns:.4g} {unit} ({r.direct_label})",
+            f"{r.ratio:.3f} [{r.low:.3f}-{r.high:.3f}]",
+            f"{r.wall_ratio:.3f}",
+            "[yellow]noisy: range too wide to rank; rerun on a quieter machine" if r.noisy else "",
+        )
+    Console(width=140).print(table)
+    if any(r.noisy for r in results):
+        print(f"warning: {sum(r.noisy for r in results)} result(s) vary by more than {WIDE:.0%} between rounds", file=sys.stderr)
+
+
+def write_json(path: Path, benchmark: str, results: Sequence[Result], threads: int, extra: dict[str, Any] | None = None) -> None:
+    """Merge ``results`` under ``benchmark`` into the JSON file at ``path`` (created if absent)."""
+    data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {"schema": 1, "benchmarks": {}}
+    data["benchmarks"][benchmark] = {
+        "machine": machine(threads),
+        "results": {r.name: r.summary() for r in results},
+        **(extra or {}),
+    }
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+

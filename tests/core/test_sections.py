@@ -1,0 +1,81 @@
+"""Configuration sections: defaults declared once, pydantic only when something is set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from accel_abstraction.sections import CORE, Defaults
+
+from .conftest import run_python
+
+
+def _neuron_spec():
+    pytest.importorskip("accel_neuron")
+    from accel_neuron.settings import NEURON
+
+    return NEURON
+
+
+@pytest.mark.parametrize("spec_name", ["core", "neuron"])
+def test_the_models_fields_and_defaults_are_the_specs(spec_name: str, tmp_path: Path, monkeypatch) -> None:
+    spec = CORE if spec_name == "core" else _neuron_spec()
+    module, _, name = spec.model.partition(":")
+    model = getattr(__import__(module, fromlist=[name]), name)
+    assert set(model.model_fields) == set(spec.defaults)
+    assert model.section == spec.section and model.env_prefix() == spec.env_prefix
+    monkeypatch.chdir(tmp_path)  # no pyproject.toml: every value is the default
+    validated = model.load()
+    for field, default in spec.defaults.items():
+        assert getattr(validated, field) == default
+
+
+def test_nothing_set_loads_defaults_without_importing_pydantic(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.accel.scan]\nexclude = ['x']\n")  # a sub-table only
+    result = run_python(
+        """
+        import sys
+        import accel_abstraction as accel
+        accel.device()
+        from accel_abstraction import runtime
+        print(type(runtime._settings).__name__, runtime._settings.backend, runtime._settings.source_of("backend"))
+        print(sorted(m for m in ("pydantic", "pydantic_settings") if m in sys.modules))
+        """,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["Defaults auto default", "[]"]
+
+
+@pytest.mark.parametrize(
+    ("env", "pyproject", "expected"),
+    [
+        ({"ACCEL_BACKEND": "CPU"}, "", "cpu environment variable ACCEL_BACKEND"),
+        ({}, "[tool.accel]\nbackend = 'cpu'\n", "cpu {path}:2 [tool.accel] backend"),
+    ],
+)
+def test_anything_set_goes_through_validation_with_its_source(
+    env: dict[str, str], pyproject: str, expected: str, tmp_path: Path
+) -> None:
+    if pyproject:
+        (tmp_path / "pyproject.toml").write_text(pyproject)
+    result = run_python(
+        """
+        from accel_abstraction.sections import CORE
+        s = CORE.load()
+        print(type(s).__name__, s.backend, s.source_of("backend"))
+        """,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "AccelSettings " + expected.format(path=tmp_path / "pyproject.toml")
+
+
+def test_defaults_read_like_the_model(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = CORE.load()
+    assert isinstance(settings, Defaults)
+    assert (settings.backend, settings.device_index, settings.amp_dtype, settings.fallback) == ("auto", None, "auto", None)
+    assert str(settings.source_of("amp_dtype")) == "default"
