@@ -177,7 +177,7 @@ class EmulatedProcessGroup(dist.ProcessGroup):
                 # PREMUL_SUM scales the inputs: never the caller's own input tensor.
                 staged[id(t)] = s.clone() if premul and s.data_ptr() == t.data_ptr() else s
         if premul:
-            factor = premul_factor(reduce_op, collective)
+            factor = _premul_factor(reduce_op, collective)
             for t in _tensors(inputs):
                 staged[id(t)].mul_(factor)
             opts.reduceOp = dist.ReduceOp.SUM
@@ -364,7 +364,7 @@ class EmulatedProcessGroup(dist.ProcessGroup):
         raise UnsupportedCollectiveError("split_group", "gloo cannot split a communicator; use dist.new_group(ranks)")
 
 
-def premul_factor(op: dist.ReduceOp, collective: str) -> float | torch.Tensor:
+def _premul_factor(op: dist.ReduceOp, collective: str) -> float | torch.Tensor:
     """The scale factor of a ``PREMUL_SUM`` reduction (a float, or a one-element CPU tensor)."""
     factor = op.factor
     if factor is None:
