@@ -261,3 +261,10 @@ def patches(session: nox.Session) -> None:
     install_dev(session)
     session.run("accel", "patches", "check")
     session.run("pytest", "tests/patches", *session.posargs)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Regenerate the rule and CUDA API tables of docs/porting.md from the porting mapping table."""
+    install_dev(session)
+    session.run("python", "-m", "accel_abstraction.porting.docs", *session.posargs)

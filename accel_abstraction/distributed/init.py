@@ -229,6 +229,7 @@ def init_distributed(**overrides: Any) -> DistInfo:
     global _info, _settings
     with _lock:
         if _info is not None and (dist.is_initialized() or not _info.backend):
+            _check_same(overrides)
             return _info
         settings = DistSettings.load(**overrides)
         launch = detect()
@@ -253,6 +254,25 @@ def init_distributed(**overrides: Any) -> DistInfo:
             info = _init_group(backend, launch, settings)
         _info, _settings = info, settings
         return info
+
+
+def _check_same(overrides: dict[str, Any]) -> None:
+    """Refuse arguments of a repeated :func:`init_distributed` that differ from the live group's."""
+    if _settings is None:
+        return
+    wanted = DistSettings.load(**overrides)
+    differ = [
+        f"{name}={getattr(wanted, name)!r} (now {getattr(_settings, name)!r})"
+        for name in DistSettings.model_fields
+        if name in overrides and overrides[name] is not None and getattr(wanted, name) != getattr(_settings, name)
+    ]
+    if differ:
+        live = f"its process group ({_info.backend}) is live" if _info and _info.backend else "it runs as a single process"
+        raise DistributedError(
+            f"init_distributed() was already called and {live}; this call asks for "
+            f"{', '.join(differ)}, which would not take effect. Call accel.destroy_distributed() first to "
+            "start over with these settings, or call init_distributed() without them"
+        )
 
 
 def _init_group(backend: Backend, launch: LaunchEnv, settings: DistSettings) -> DistInfo:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .apply import apply_in_place, check_series, default_target, revert, write_overlay
+from .apply import AlreadyAppliedError, apply_in_place, check_series, default_target, revert, write_overlay
 from .series import Series, default_patches_dir, installed_torch_root, load_series, torch_version_at
 
 __all__ = ["add_parser", "main"]
@@ -103,7 +103,11 @@ def _apply(args: argparse.Namespace) -> int:
     root, series = _load(args)
     target = _target(args, root)
     if args.in_place:
-        manifest = apply_in_place(series, root, target)
+        try:
+            manifest = apply_in_place(series, root, target)
+        except AlreadyAppliedError as exc:
+            print(exc)
+            return 0
         print(
             f"patched {len(manifest['files'])} files of torch under {root} in place; originals in {target}/backup"
         )

@@ -121,6 +121,22 @@ def _subject(text: str, path: Path) -> str:
     return path.stem
 
 
+def _read_text(path: Path) -> str:
+    """The UTF-8 text of a series or patch file; :class:`PatchError` naming the file and line otherwise."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise PatchError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise PatchError(
+            f"{path}:{line}: not UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start}); patch files "
+            "must be UTF-8 text: re-export the patch (git format-patch writes UTF-8)"
+        ) from None
+
+
 def load_series(torch_version: str, patches_dir: Path | None = None) -> Series:
     """Read the series for ``torch_version`` (local label ignored) from ``patches_dir``.
 
@@ -144,15 +160,19 @@ def load_series(torch_version: str, patches_dir: Path | None = None) -> Series:
         )
     names = [
         line.strip()
-        for line in series_file.read_text(encoding="utf-8").splitlines()
+        for line in _read_text(series_file).splitlines()
         if line.strip() and not line.lstrip().startswith("#")
     ]
+    if not names:
+        raise PatchError(
+            f"{series_file} lists no patches; add the patch file names to it, one a line, in the order they apply"
+        )
     patches = []
     for name in names:
         path = directory / name
         if not path.is_file():
             raise PatchError(f"{series_file} lists {name}, which does not exist in {directory}")
-        text = path.read_text(encoding="utf-8")
+        text = _read_text(path)
         diffs = parse_diff(text, source=name)
         if not diffs:
             raise PatchError(f"{path} contains no diff")

@@ -7,6 +7,7 @@ file could not be read/parsed, 2 usage or configuration error (from the ``accel`
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -17,6 +18,16 @@ from .apply import port_file, unified_diff
 from .rules import BUILTIN_RULES, Rule
 from .runner import iter_python_files, load_plugin_rules, scan_paths, want_progress
 from .settings import Selection, build_selection, load_settings
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} worker processes: give 1 or more")
+    return value
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -41,7 +52,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     _common(scan)
     scan.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     scan.add_argument("--output", "-o", type=Path, help="write the report to this file instead of stdout")
-    scan.add_argument("--jobs", "-j", type=int, default=None, help="worker processes for large trees (default: CPU count)")
+    scan.add_argument("--jobs", "-j", type=_positive_int, default=None, help="worker processes for large trees (default: CPU count)")
     scan.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bar on stderr (default: on a terminal, for large trees)")
     scan.set_defaults(func=run_scan)
 
@@ -59,6 +70,9 @@ def _prepare(args: argparse.Namespace) -> tuple[list[Path], tuple[Rule, ...], Se
     for path in args.paths:
         if not path.exists():
             raise ConfigError(f"path {path} does not exist; pass files or folders to read")
+    if args.config is not None and not args.config.is_file():
+        what = "is a folder" if args.config.is_dir() else "does not exist"
+        raise ConfigError(f"--config {args.config} {what}; pass a pyproject.toml file")
     pyproject = args.config or find_pyproject(args.paths[0])
     settings = load_settings(pyproject, select=_split(args.select), ignore=_split(args.ignore))
     plugin_rules = load_plugin_rules()
@@ -69,9 +83,23 @@ def _prepare(args: argparse.Namespace) -> tuple[list[Path], tuple[Rule, ...], Se
     return files, plugin_rules, selection
 
 
+def _check_output(path: Path) -> None:
+    """Fail before scanning, not after, when the report cannot be written to ``path``."""
+    if path.is_dir():
+        raise ConfigError(f"--output {path} is a folder; give a file name")
+    parent = path.parent
+    if not parent.is_dir():
+        raise ConfigError(f"--output {path}: folder {parent} does not exist; create it or pick another path")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ConfigError(f"--output {path}: not writable; pick another path")
+
+
 def run_scan(args: argparse.Namespace) -> int:
+    if args.output:
+        _check_output(args.output)
     files, plugin_rules, selection = _prepare(args)
-    results = scan_paths(files, plugin_rules, selection, args.jobs, want_progress(args.progress, len(files)))
+    progress = want_progress(args.progress, len(files))
+    results = scan_paths(files, plugin_rules, selection, args.jobs, progress, strict=args.check)
     if args.format == "json":
         text = report.to_json(results)
     elif args.format == "sarif":
@@ -98,13 +126,21 @@ def run_scan(args: argparse.Namespace) -> int:
 
 
 def run_port(args: argparse.Namespace) -> int:
+    from .codemod import PortResult  # needs libcst: the `port` extra, not `accel scan`
+
     files, _plugin_rules, selection = _prepare(args)
     write = args.write and not args.check
-    changed = errors = manual = 0
+    changed = manual = 0
+    failed: list[str] = []
     for path in files:
-        result = port_file(path, selection, write=write)
+        try:
+            result = port_file(path, selection, write=write)
+        except Exception as exc:  # noqa: BLE001 - one file's bug must not leave the tree half ported unreported
+            result = PortResult(str(path), "", "", error=f"{path}: internal error {type(exc).__name__}: {exc}; file left unchanged")
+        for leftover in result.cleaned:
+            print(f"accel port: removed {leftover}, left by an interrupted earlier run", file=sys.stderr)
         if result.error:
-            errors += 1
+            failed.append(str(path))
             print(f"accel port: {result.error}", file=sys.stderr)
             continue
         if result.changed:
@@ -117,7 +153,9 @@ def run_port(args: argparse.Namespace) -> int:
             manual += 1
             print(f"{report.format_finding(finding)} [not ported]", file=sys.stderr)
     verb = "ported" if write else "would port"
-    print(f"{verb} {changed} file(s); {manual} site(s) need a person; {errors} error(s)", file=sys.stderr)
-    if errors:
+    print(f"{verb} {changed} file(s); {manual} site(s) need a person; {len(failed)} error(s)", file=sys.stderr)
+    if failed:
+        if write:
+            print(f"not written ({len(failed)}; each unchanged on disk): {', '.join(failed)}", file=sys.stderr)
         return 1
     return 1 if args.check and changed else 0

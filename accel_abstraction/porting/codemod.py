@@ -24,7 +24,7 @@ except ModuleNotFoundError as _exc:
     raise missing(_exc, "libcst", "accel port (lossless rewriting)") from None
 
 from .findings import Finding, Fix
-from .scanner import scan_source
+from .scanner import TOO_DEEP, scan_source
 
 ACCEL_IMPORT = "import accel_abstraction as accel\n"
 
@@ -41,6 +41,8 @@ class PortResult:
     applied: list[Finding] = field(default_factory=list)
     manual: list[Finding] = field(default_factory=list)  # found but not portable
     error: str | None = None
+    written: bool = False  # set by apply.port_file when the file on disk was replaced
+    cleaned: list[str] = field(default_factory=list)  # leftover temporary files removed
 
     @property
     def changed(self) -> bool:
@@ -141,12 +143,27 @@ def _device_from(kind: str, node: cst.BaseExpression) -> cst.BaseExpression:
     return _call("accel.device", inner)
 
 
-def _apply(fix: Fix, node: cst.CSTNode) -> cst.CSTNode:
+def _autocast_enabled(node: cst.BaseExpression, callee: str) -> cst.BaseExpression:
+    """``torch.cuda.amp.autocast(flag, ...)`` -> ``accel.autocast(enabled=flag, ...)``."""
+    if not isinstance(node, cst.Call) or not node.args or node.args[0].keyword is not None or node.args[0].star:
+        raise _Unapplied
+    first = node.args[0].with_changes(
+        keyword=cst.Name("enabled"),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+    return node.with_changes(func=_expr(callee), args=[first, *node.args[1:]])
+
+
+def _apply(fix: Fix, node: cst.CSTNode) -> cst.CSTNode | cst.RemovalSentinel:
     kind = fix.kind
     if kind == "assign_call":
         if not isinstance(node, cst.Assign):
             raise _Unapplied
         return cst.Expr(_call(fix.text, node.value))
+    if kind == "drop_statement":
+        if not isinstance(node, cst.Assign):
+            raise _Unapplied
+        return cst.RemoveFromParent()
     if not isinstance(node, cst.BaseExpression):
         raise _Unapplied
     new: cst.BaseExpression
@@ -159,6 +176,8 @@ def _apply(fix: Fix, node: cst.CSTNode) -> cst.CSTNode:
         return new
     elif kind == "to_device":
         return _to_device(node)
+    elif kind == "autocast_enabled":
+        return _autocast_enabled(node, fix.text)
     elif kind == "is_cuda":
         new = _is_cuda(node, fix.text == "paren")
     elif kind == "wrap_device":
@@ -200,7 +219,7 @@ class _Rewriter(cst.CSTTransformer):
                 return True
         return False
 
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:  # type: ignore[override]
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode | cst.RemovalSentinel:  # type: ignore[override]
         if not isinstance(original_node, (cst.BaseExpression, cst.Assign)):
             return updated_node
         pos = self.get_metadata(PositionProvider, original_node, None)
@@ -350,6 +369,13 @@ def port_source(
     Never returns output that fails to parse: on any doubt ``error`` is set and ``output``
     is the original text.
     """
+    try:
+        return _port(source, path, enabled, max_rounds)
+    except RecursionError:
+        return PortResult(path, source, source, error=f"{path}: {TOO_DEEP}")
+
+
+def _port(source: str, path: str, enabled: Callable[[str], bool] | None, max_rounds: int) -> PortResult:
     scanned = scan_source(source, path, enabled=enabled)
     result = PortResult(path, source, source)
     if scanned.error is not None:

@@ -28,6 +28,10 @@ class Fix:
             ``f"cuda:{i}"``, ``"cuda:" + str(i)``, ``"cuda:{}".format(i)`` become
             ``accel.device(i)``.
         ``assign_call``: the statement ``flag = value`` becomes ``text(value)``.
+        ``drop_statement``: the statement ``flag = value`` is removed (it repeats the
+            previous statement's portable call).
+        ``autocast_enabled``: ``torch.cuda.amp.autocast(flag)`` becomes
+            ``text(enabled=flag)``.
     """
 
     kind: str

@@ -80,6 +80,10 @@ class Rule:
         names: qualified names this rule reports (plugin rules).
         matcher: callable reporting nodes (plugin rules), see the module docstring.
         precheck: substrings one of which a file must contain for this rule to fire.
+        examples: ``(source, ported)`` pairs the rule must report; ``ported`` is the line
+            ``accel port`` makes of the last line of ``source`` (``None``: reported, not
+            rewritten).  The first one is shown in the docs table.
+        counterexamples: sources the rule must not report (look-alikes).
     """
 
     code: str
@@ -90,14 +94,24 @@ class Rule:
     names: tuple[str, ...] = ()
     matcher: Matcher | None = field(default=None, compare=False)
     precheck: tuple[str, ...] = ()
+    examples: tuple[tuple[str, str | None], ...] = field(default=(), compare=False)
+    counterexamples: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if not _CODE_RE.match(self.code):
             raise ValueError(f"rule code {self.code!r} must be 2-6 capital letters then 3 digits, e.g. ACC101")
 
 
-def _r(code: str, category: str, message: str, suggestion: str | None = None, portable: bool = True) -> Rule:
-    return Rule(code, category, message, suggestion, portable)
+def _r(
+    code: str,
+    category: str,
+    message: str,
+    suggestion: str | None = None,
+    portable: bool = True,
+    examples: tuple[tuple[str, str | None], ...] = (),
+    counterexamples: tuple[str, ...] = (),
+) -> Rule:
+    return Rule(code, category, message, suggestion, portable, examples=examples, counterexamples=counterexamples)
 
 
 #: Substrings (case-sensitive) one of which a file must contain for a built-in rule to fire,
@@ -105,61 +119,138 @@ def _r(code: str, category: str, message: str, suggestion: str | None = None, po
 #: tests with one regular expression.
 BUILTIN_PRECHECK: tuple[str, ...] = (
     "cuda", "CUDA", "cudnn", "CUDNN", "nccl", "NCCL", "pin_memory", "GradScaler", "apex", "cupy", "nvtx",
+    "nvml", "_scaled_mm", "fused=True", '"fused"', "'fused'", "use_fused", "peak_flops", "flops_promised", "e12",
+    "nvidia-smi", "gencode", "generate-code", "arch=sm_",
     '.cu"', ".cu'", ".cuh",
 )
 
+# Each built-in rule carries examples (``import os`` and ``import torch`` are implied);
+# tests/porting/test_rules.py checks every one, and the docs table shows the first.
 BUILTIN_RULES: tuple[Rule, ...] = (
     # device strings
-    _r("ACC101", "device-string", 'hard-coded "cuda" device string', "accel.device()"),
-    _r("ACC102", "device-string", 'torch.device("cuda", index)', "accel.device(index)"),
-    _r("ACC103", "device-string", "CUDA device string built at run time", "accel.device(index)"),
-    _r("ACC104", "device-string", "bare integer device means a CUDA device", "accel.device(index)"),
+    _r("ACC101", "device-string", 'hard-coded "cuda" device string', "accel.device() / accel.device_type()",
+       examples=(('x = torch.zeros(2, device="cuda")', "x = torch.zeros(2, device=accel.device())"),
+                 ('device = "cuda"', "device = accel.device_type()"),
+                 ('cfg = {"device": "cuda:1"}', 'cfg = {"device": str(accel.device(1))}')),
+       counterexamples=('names = ["cuda", "cpu"]', 'print("moving to cuda")')),
+    _r("ACC102", "device-string", 'torch.device("cuda", index)', "accel.device(index)",
+       examples=(('d = torch.device("cuda", rank)', "d = accel.device(rank)"),),
+       counterexamples=('d = torch.device("cpu", 0)',)),
+    _r("ACC103", "device-string", "CUDA device string built at run time", 'f"{accel.device_type()}:{i}"',
+       examples=(("device = f'cuda:{rank}'", "device = f'{accel.device_type()}:{rank}'"),
+                 ('y = x.to("cuda:" + str(rank))', "y = x.to(accel.device(rank))"),
+                 ('name = "cuda:%d" % i', 'name = (accel.device_type() + ":%d") % i')),
+       counterexamples=('print(f"cuda:{rank} ready")', 'log = f"using cuda {rank}"')),
+    _r("ACC104", "device-string", "bare integer device means a CUDA device", "accel.device(index)",
+       examples=(("y = x.to(local_rank)", "y = x.to(accel.device(local_rank))"),
+                 ("d = torch.device(0)", "d = accel.device(0)"),
+                 ("torch.distributed.barrier(device_ids=[local_rank])", None)),
+       counterexamples=("m = DDP(model, device_ids=[local_rank])", "y = x.to(torch.float16)")),
+    _r("ACC113", "device-string", "device-type test: false on any other accelerator, so its branch is skipped",
+       '!= "cpu" (an accelerator)',
+       examples=(('if x.device.type == "cuda":\n    pass', 'if x.device.type != "cpu":'),
+                 ("device_type = 'cuda' if 'cuda' in device else 'cpu'",
+                  "device_type = accel.device_type() if 'cpu' not in device else 'cpu'"),
+                 ('ok = device.startswith("cuda")', 'ok = not device.startswith("cpu")')),
+       counterexamples=('if accel.device_type() == "cuda":\n    pass', 'if x.device.type == "cpu":\n    pass',
+                        'ok = kind == "cuda"')),
     # tensors and modules
-    _r("ACC111", "tensor", ".cuda() moves to a CUDA device", ".to(accel.device())"),
-    _r("ACC112", "tensor", ".is_cuda tests for a CUDA device", ".device.type == accel.device_type()"),
+    _r("ACC111", "tensor", ".cuda() moves to a CUDA device", ".to(accel.device())",
+       examples=(("y = x.cuda(args.gpu, non_blocking=True)", "y = x.to(accel.device(args.gpu), non_blocking=True)"),),
+       counterexamples=("use_cuda = args.cuda",)),
+    _r("ACC112", "tensor", ".is_cuda tests for a CUDA device", ".device.type == accel.device_type()",
+       examples=(("ok = x.is_cuda and y", "ok = x.device.type == accel.device_type() and y"),)),
     # torch.cuda device API
-    _r("ACC121", "cuda-api", "torch.cuda.is_available()", "accel.is_available()"),
-    _r("ACC122", "cuda-api", "torch.cuda.device_count()", "accel.device_count()"),
-    _r("ACC123", "cuda-api", "torch.cuda current/set device or device name", "accel.current_device() / accel.set_device(i) / accel.device_name()"),
-    _r("ACC124", "cuda-api", "torch.cuda.is_bf16_supported()", "accel.is_bf16_supported()"),
+    _r("ACC121", "cuda-api", "torch.cuda.is_available()", "accel.is_available()",
+       examples=(("ok = torch.cuda.is_available()", "ok = accel.is_available()"),)),
+    _r("ACC122", "cuda-api", "torch.cuda.device_count()", "accel.device_count()",
+       examples=(("n = torch.cuda.device_count()", "n = accel.device_count()"),)),
+    _r("ACC123", "cuda-api", "torch.cuda current/set device or device name", "accel.current_device() / accel.set_device(i) / accel.device_name()",
+       examples=(("torch.cuda.set_device(rank)", "accel.set_device(rank)"),)),
+    _r("ACC124", "cuda-api", "torch.cuda.is_bf16_supported()", "accel.is_bf16_supported()",
+       examples=(("ok = torch.cuda.is_bf16_supported()", "ok = accel.is_bf16_supported()"),)),
     _r(
         "ACC125",
         "cuda-api",
         "CUDA device properties or compute capability",
         "accel.capabilities() says what the device supports",
         portable=False,
+        examples=(("p = torch.cuda.get_device_properties(0)", None),),
     ),
-    _r("ACC129", "cuda-api", "torch.cuda API without a portable equivalent", None, portable=False),
+    _r("ACC129", "cuda-api", "torch.cuda API without a portable equivalent", None, portable=False,
+       examples=(("torch.cuda.ipc_collect()", None),)),
     # AMP
-    _r("ACC131", "amp", "torch.cuda.amp.autocast", "accel.autocast(dtype=..., enabled=...)"),
-    _r("ACC132", "amp", 'autocast with device_type "cuda"', "accel.autocast(dtype=..., enabled=...)"),
-    _r("ACC133", "amp", "CUDA GradScaler", "accel.GradScaler(...)"),
-    _r("ACC139", "amp", "torch.cuda.amp API without a portable equivalent", "torch.amp with device_type=accel.device_type()", portable=False),
+    _r("ACC131", "amp", "torch.cuda.amp.autocast", "accel.autocast(dtype=..., enabled=...)",
+       examples=(("with torch.cuda.amp.autocast(use_amp):\n    pass", "with accel.autocast(enabled=use_amp):"),)),
+    _r("ACC132", "amp", 'autocast with device_type "cuda"', "accel.autocast(dtype=..., enabled=...)",
+       examples=(('with torch.autocast("cuda", dtype=torch.bfloat16):\n    pass', "with accel.autocast(dtype=torch.bfloat16):"),),
+       counterexamples=("with torch.autocast(device_type=device_type):\n    pass",)),
+    _r("ACC133", "amp", "CUDA GradScaler", "accel.GradScaler(...)",
+       examples=(("s = torch.cuda.amp.GradScaler(enabled=fp16)", "s = accel.GradScaler(enabled=fp16)"),),
+       counterexamples=('s = torch.amp.GradScaler("cpu")',)),
+    _r("ACC139", "amp", "torch.cuda.amp API without a portable equivalent", "torch.amp with device_type=accel.device_type()", portable=False,
+       examples=(("f = torch.cuda.amp.custom_fwd(g)", None),)),
     # RNG
-    _r("ACC141", "rng", "torch.cuda RNG call", "accel.manual_seed / manual_seed_all / get_rng_state / set_rng_state"),
+    _r("ACC141", "rng", "torch.cuda RNG call", "accel.manual_seed / manual_seed_all / get_rng_state / set_rng_state",
+       examples=(("torch.cuda.manual_seed_all(0)", "accel.manual_seed_all(0)"),)),
     # memory
-    _r("ACC151", "memory", "torch.cuda memory statistics", "accel.memory_allocated() and friends"),
+    _r("ACC151", "memory", "torch.cuda memory statistics", "accel.memory_allocated() and friends",
+       examples=(("m = torch.cuda.max_memory_allocated()", "m = accel.max_memory_allocated()"),)),
     # execution
-    _r("ACC161", "sync-streams", "torch.cuda.synchronize()", "accel.synchronize()"),
-    _r("ACC162", "sync-streams", "CUDA streams and events", "accel.Stream / accel.Event / accel.current_stream() / accel.stream(s)"),
+    _r("ACC161", "sync-streams", "torch.cuda.synchronize()", "accel.synchronize()",
+       examples=(("torch.cuda.synchronize()", "accel.synchronize()"),)),
+    _r("ACC162", "sync-streams", "CUDA streams and events", "accel.Stream / accel.Event / accel.current_stream() / accel.stream(s)",
+       examples=(("e = torch.cuda.Event(enable_timing=True)", "e = accel.Event(enable_timing=True)"),)),
     # distributed
-    _r("ACC171", "distributed", '"nccl" process-group backend', "accel.dist_backend()"),
+    _r("ACC171", "distributed", '"nccl" process-group backend', "accel.dist_backend()",
+       examples=(('torch.distributed.init_process_group("nccl")', "torch.distributed.init_process_group(accel.dist_backend())"),
+                 ('p.add_argument("--dist-backend", default="nccl")', 'p.add_argument("--dist-backend", default=accel.dist_backend())'),
+                 ('ok = args.dist_backend == "nccl"', "ok = args.dist_backend == accel.dist_backend()")),
+       counterexamples=('print("nccl backend needs GPUs")',)),
     # numerics
-    _r("ACC181", "numerics", "torch.backends.cudnn.deterministic", "accel.set_deterministic(b)"),
-    _r("ACC182", "numerics", "torch.backends.cudnn.benchmark", "accel.set_benchmark(b)"),
-    _r("ACC183", "numerics", "TF32 flag", "accel.set_allow_tf32(b)"),
-    _r("ACC189", "numerics", "cuDNN/CUDA backend flag without a portable equivalent", None, portable=False),
+    _r("ACC181", "numerics", "torch.backends.cudnn.deterministic", "accel.set_deterministic(b)",
+       examples=(("torch.backends.cudnn.deterministic = True", "accel.set_deterministic(True)"),)),
+    _r("ACC182", "numerics", "torch.backends.cudnn.benchmark", "accel.set_benchmark(b)",
+       examples=(("torch.backends.cudnn.benchmark = True", "accel.set_benchmark(True)"),)),
+    _r("ACC183", "numerics", "TF32 flag", "accel.set_allow_tf32(b)",
+       examples=(("torch.backends.cuda.matmul.allow_tf32 = True", "accel.set_allow_tf32(True)"),
+                 ("torch.backends.cuda.matmul.allow_tf32 = True\ntorch.backends.cudnn.allow_tf32 = True",
+                  "accel.set_allow_tf32(True)"))),
+    _r("ACC189", "numerics", "cuDNN/CUDA backend flag without a portable equivalent", None, portable=False,
+       examples=(("torch.backends.cudnn.enabled = False", None),)),
     # data
-    _r("ACC191", "data", "pin_memory=True assumes CUDA", "pin_memory=accel.capabilities().pinned_memory"),
+    _r("ACC191", "data", "pin_memory=True assumes CUDA", "pin_memory=accel.capabilities().pinned_memory",
+       examples=(("dl = DataLoader(ds, pin_memory=True)", "dl = DataLoader(ds, pin_memory=accel.capabilities().pinned_memory)"),
+                 ("y = x.pin_memory()", None)),
+       counterexamples=("if use_cuda:\n    y = x.pin_memory()", "dl = DataLoader(ds, pin_memory=args.pin_mem)")),
     # environment
-    _r("ACC192", "env", "CUDA_VISIBLE_DEVICES", "accel.visible_devices_env()"),
-    _r("ACC199", "env", "CUDA environment variable", None, portable=False),
+    _r("ACC192", "env", "CUDA_VISIBLE_DEVICES", "accel.visible_devices_env()",
+       examples=(('v = os.environ["CUDA_VISIBLE_DEVICES"]', "v = os.environ[accel.visible_devices_env()]"),)),
+    _r("ACC199", "env", "CUDA environment variable", None, portable=False,
+       examples=(('v = os.environ.get("NCCL_DEBUG")', None),)),
     # inherently CUDA
-    _r("ACC201", "manual", "custom CUDA extension", "build per backend; no automatic port", portable=False),
-    _r("ACC202", "manual", "NVTX ranges", "torch.profiler.record_function", portable=False),
-    _r("ACC203", "manual", "CuPy", "torch operations on accel.device()", portable=False),
-    _r("ACC204", "manual", "NVIDIA apex", "torch.amp / torch.optim equivalents", portable=False),
-    _r("ACC205", "manual", "CUDA graphs", "guard with accel.capabilities().graphs", portable=False),
+    _r("ACC201", "manual", "custom CUDA extension", "build per backend; no automatic port", portable=False,
+       examples=(('m = torch.utils.cpp_extension.load(name="k", sources=["k.cu"])', None),
+                 ('flags = ["-gencode=arch=compute_80,code=sm_80"]', None))),
+    _r("ACC202", "manual", "NVTX ranges or CUDA profiling", "torch.profiler.record_function", portable=False,
+       examples=(("torch.cuda.nvtx.range_push('step')", None),
+                 ("acts = [torch.profiler.ProfilerActivity.CUDA]", None))),
+    _r("ACC203", "manual", "CuPy", "torch operations on accel.device()", portable=False,
+       examples=(("import cupy", None),)),
+    _r("ACC204", "manual", "NVIDIA apex", "torch.amp / torch.optim equivalents", portable=False,
+       examples=(("from apex import amp\nmodel, opt = amp.initialize(model, opt)", None),)),
+    _r("ACC205", "manual", "CUDA graphs", "guard with accel.capabilities().graphs", portable=False,
+       examples=(("g = torch.cuda.CUDAGraph()", None),)),
+    _r("ACC206", "manual", "CUDA toolkit or NVIDIA driver query", "ask accel.backend() / accel.capabilities()", portable=False,
+       examples=(("v = torch.version.cuda", None), ('out = subprocess.run(["nvidia-smi"])', None))),
+    _r("ACC207", "manual", "CUDA-only kernel or capability", "guard with accel.capabilities()", portable=False,
+       examples=(("opt = torch.optim.AdamW(params, fused=True)", None),
+                 ("use_fused = device_type == 'cuda'", None),
+                 ("y = torch._scaled_mm(a, b, scale_a=s, scale_b=s)", None)),
+       counterexamples=("opt = torch.optim.AdamW(params, fused=False)",)),
+    _r("ACC208", "manual", "hard-coded GPU peak FLOPs (MFU)", "take peak FLOPs from the selected device", portable=False,
+       examples=(("flops_promised = 312e12", None),),
+       counterexamples=("flops_per_token = 6 * n_params",)),
 )
 
 RULES_BY_CODE: dict[str, Rule] = {rule.code: rule for rule in BUILTIN_RULES}

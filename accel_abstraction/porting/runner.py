@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import PluginError
 from .findings import FileResult
+from .notebooks import scan_notebook
 from .rules import BUILTIN_RULES, Rule
 from .scanner import scan_source
 
@@ -25,37 +26,39 @@ _SKIP_DIRS = {"__pycache__", "node_modules", "site-packages"}
 def load_plugin_rules() -> tuple[Rule, ...]:
     """Rules that plugins add through the ``accel_scan_rules(register)`` hook.
 
-    Returns no rules when the plugin manager is not there (the scanner works alone).
+    Each plugin is asked separately: one that raises, registers something that is not a
+    :class:`Rule`, a rule that matches nothing, or a code already taken contributes no
+    rules (a ``RuntimeWarning`` names it); the others' rules are used. Returns no rules
+    when the plugin manager is not there (the scanner works alone).
     """
     try:
-        from accel_abstraction.plugins import get_plugin_manager
+        from accel_abstraction.plugins import get_host
     except ImportError:
         return ()
-    hook = getattr(get_plugin_manager().hook, "accel_scan_rules", None)
-    if hook is None:
-        return ()
-    collected: list[Rule] = []
+    known = {r.code for r in BUILTIN_RULES}
 
-    def register(rule: Rule) -> None:
+    def check(rule: object) -> None:
         if not isinstance(rule, Rule):
             raise PluginError(
                 f"accel_scan_rules: register() takes accel_abstraction.porting.rules.Rule, got {type(rule).__name__}"
             )
         if rule.matcher is None and not rule.names:
             raise PluginError(f"accel_scan_rules: rule {rule.code} needs names=... or matcher=... to match anything")
-        collected.append(rule)
-
-    hook(register=register)
-    known = {r.code for r in BUILTIN_RULES}
-    for rule in collected:
         if rule.code in known:
             raise PluginError(f"accel_scan_rules: rule code {rule.code} is registered twice; codes must be unique")
         known.add(rule.code)
-    return tuple(collected)
+
+    return tuple(rule for _, rule in get_host().collect("accel_scan_rules", check))
+
+
+#: File name endings read by the scanner: Python sources and Jupyter notebooks (code cells).
+SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 def iter_python_files(paths: Iterable[Path], exclude: Sequence[str] = (), root: Path | None = None) -> Iterator[Path]:
-    """Python files under ``paths`` (files are taken as given), sorted, skipping hidden folders."""
+    """Python files and notebooks under ``paths`` (files are taken as given), sorted,
+    skipping hidden folders and anything that is not a regular file (a FIFO named
+    ``x.py`` would block a reader forever)."""
 
     def excluded(path: Path) -> bool:
         if not exclude:
@@ -73,50 +76,69 @@ def iter_python_files(paths: Iterable[Path], exclude: Sequence[str] = (), root: 
             for folder, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
                 for name in sorted(files):
-                    if name.endswith((".py", ".pyi")):
+                    if name.endswith(SUFFIXES):
                         candidate = Path(folder, name)
-                        if not excluded(candidate):
+                        if candidate.is_file() and not excluded(candidate):
                             yield candidate
         elif not excluded(path):
             yield path
 
 
 def read_source(path: Path) -> tuple[str, str]:
-    """The file's text and its encoding (PEP 263 cookie or BOM honoured)."""
+    """The file's text and its encoding (PEP 263 cookie or BOM honoured).
+
+    Raises ``OSError`` (also for anything but a regular file), ``UnicodeDecodeError``, or
+    ``SyntaxError`` for an unknown or contradictory encoding cookie (``# coding: foobar``):
+    text written back under such a cookie would not parse.
+    """
+    if not path.is_file():
+        raise OSError(f"{path} is not a regular file")
     data = path.read_bytes()
-    if data.startswith(b"\xef\xbb\xbf"):
+    lines = iter(data.splitlines(keepends=True))
+    encoding, _ = tokenize.detect_encoding(lambda: next(lines, b""))
+    if encoding == "utf-8-sig":
         return data[3:].decode("utf-8"), "utf-8-sig"
-    try:
-        return data.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        pass
-    readline = iter(data.splitlines(keepends=True)).__next__
-    encoding, _ = tokenize.detect_encoding(readline)
     return data.decode(encoding), encoding
 
 
 # Worker-process state, set by _init_worker.
 _worker_rules: tuple[Rule, ...] = ()
 _worker_enabled: Callable[[str], bool] | None = None
+_worker_strict = False
 
 
-def _init_worker(enabled: Callable[[str], bool] | None, load_plugins: bool) -> None:
-    global _worker_rules, _worker_enabled
+def _init_worker(enabled: Callable[[str], bool] | None, load_plugins: bool, strict: bool) -> None:
+    global _worker_rules, _worker_enabled, _worker_strict
     _worker_rules = load_plugin_rules() if load_plugins else ()
     _worker_enabled = enabled
+    _worker_strict = strict
 
 
-def scan_file(path: Path, plugin_rules: tuple[Rule, ...] = (), enabled: Callable[[str], bool] | None = None) -> FileResult:
-    """Scan one file on disk."""
+def scan_file(
+    path: Path,
+    plugin_rules: tuple[Rule, ...] = (),
+    enabled: Callable[[str], bool] | None = None,
+    strict: bool = False,
+) -> FileResult:
+    """Scan one file on disk (a notebook: each code cell, see :mod:`.notebooks`).
+
+    ``strict``: files the text pre-check would skip are still parsed, so a syntax error
+    is reported (``accel scan --check``).
+    """
+    if path.suffix == ".ipynb":
+        return scan_notebook(path, plugin_rules, enabled)
     try:
         source, _ = read_source(path)
     except (OSError, UnicodeDecodeError, SyntaxError) as exc:
         return FileResult(str(path), error=f"{path}: cannot read: {exc}")
-    return scan_source(source, str(path), plugin_rules, enabled)
+    result = scan_source(source, str(path), plugin_rules, enabled)
+    if strict and result.skipped:
+        result = scan_source(source, str(path), plugin_rules, enabled, precheck=False)
+    return result
 
 
 def _scan_in_worker(path: Path) -> FileResult:
-    return scan_file(path, _worker_rules, _worker_enabled)
+    return scan_file(path, _worker_rules, _worker_enabled, _worker_strict)
 
 
 def scan_paths(
@@ -125,6 +147,7 @@ def scan_paths(
     enabled: Callable[[str], bool] | None = None,
     jobs: int | None = None,
     progress: bool = False,
+    strict: bool = False,
 ) -> list[FileResult]:
     """Scan ``files``; in a process pool when there are more than :data:`PARALLEL_THRESHOLD`.
 
@@ -138,7 +161,7 @@ def scan_paths(
         if workers > 1 and len(files) > PARALLEL_THRESHOLD:
             chunk = max(1, min(64, len(files) // (workers * 8)))
             with ProcessPoolExecutor(
-                max_workers=workers, initializer=_init_worker, initargs=(enabled, bool(plugin_rules))
+                max_workers=workers, initializer=_init_worker, initargs=(enabled, bool(plugin_rules), strict)
             ) as pool:
                 for result in pool.map(_scan_in_worker, files, chunksize=chunk):
                     results.append(result)
@@ -146,7 +169,7 @@ def scan_paths(
                         bar.advance()
         else:
             for path in files:
-                results.append(scan_file(path, plugin_rules, enabled))
+                results.append(scan_file(path, plugin_rules, enabled, strict))
                 if bar:
                     bar.advance()
     finally:

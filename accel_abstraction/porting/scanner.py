@@ -1,155 +1,73 @@
 """Find CUDA coupling in Python source with :mod:`ast`; never imports or runs the code.
 
-:func:`scan_source` is the whole analysis for one file.  Strings are only examined
-where their parent puts them in a *device position* (``device=``, ``.to(...)``,
-``torch.device(...)``, an assignment to a ``*device*`` name, ...), so comments,
-docstrings, log and help text are never reported.  The body of an ``if`` that already
-tests the device type (``if x.device.type == "cuda":``) is left alone.
+:func:`scan_source` is the whole analysis for one file.  The checks live by theme:
+
+- :mod:`.mapping`: which CUDA APIs are coupling and what replaces them (the table);
+- :mod:`.devices`: device strings, integer ordinals, backends, environment, build flags;
+- :mod:`.guards`: device-type tests and the names holding device strings (data flow);
+- this module: the traversal, API references, flag assignments, imports, suppressions.
+
+Strings are only examined where their parent puts them in a *device position*
+(``device=``, ``.to(...)``, ``torch.device(...)``, an assignment to a ``*device*`` name,
+...) or where their shape is unmistakable (``f"cuda:{i}"``, ``"nccl"``), so comments,
+docstrings, log and help text are never reported.  A device-type test
+(``x.device.type == "cuda"``) is reported and so is what it guards; a
+``pin_memory`` inside an accelerator guard is not.  Code that asks ``accel`` or
+``torch.accelerator`` for the device type is intentional and left alone.
 """
 
 from __future__ import annotations
 
 import ast
-import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 from .aliases import AliasMap
-from .findings import FileResult, Finding, Fix
+from .devices import DeviceChecks, arg_of
+from .findings import FileResult, Finding
+from .guards import (
+    DEVICE_NAME,
+    device_positions,
+    device_string_names,
+    device_test,
+    find_device_tests,
+    is_cuda_string,
+    last_name,
+    str_value,
+)
+from .mapping import CALLS, FLAGS, PACKAGES, lookup, package_row
 from .prefilter import BARE_DEVICE, hot_lines, might_couple, touches
-from .rules import BUILTIN_PRECHECK, RULES_BY_CODE, Rule
-
-# --------------------------------------------------------------------------- tables
-
-#: torch.cuda functions with a drop-in public replacement: qualified name -> (code, accel name).
-RENAMES: dict[str, tuple[str, str]] = {
-    "torch.cuda.is_available": ("ACC121", "accel.is_available"),
-    "torch.cuda.device_count": ("ACC122", "accel.device_count"),
-    "torch.cuda.current_device": ("ACC123", "accel.current_device"),
-    "torch.cuda.set_device": ("ACC123", "accel.set_device"),
-    "torch.cuda.is_bf16_supported": ("ACC124", "accel.is_bf16_supported"),
-    "torch.cuda.amp.autocast": ("ACC131", "accel.autocast"),
-    "torch.cuda.amp.GradScaler": ("ACC133", "accel.GradScaler"),
-    "torch.cuda.amp.grad_scaler.GradScaler": ("ACC133", "accel.GradScaler"),
-    "torch.cuda.manual_seed": ("ACC141", "accel.manual_seed"),
-    "torch.cuda.manual_seed_all": ("ACC141", "accel.manual_seed_all"),
-    "torch.cuda.get_rng_state": ("ACC141", "accel.get_rng_state"),
-    "torch.cuda.set_rng_state": ("ACC141", "accel.set_rng_state"),
-    "torch.cuda.random.manual_seed": ("ACC141", "accel.manual_seed"),
-    "torch.cuda.random.manual_seed_all": ("ACC141", "accel.manual_seed_all"),
-    "torch.cuda.memory_allocated": ("ACC151", "accel.memory_allocated"),
-    "torch.cuda.max_memory_allocated": ("ACC151", "accel.max_memory_allocated"),
-    "torch.cuda.memory_reserved": ("ACC151", "accel.memory_reserved"),
-    "torch.cuda.max_memory_reserved": ("ACC151", "accel.max_memory_reserved"),
-    "torch.cuda.reset_peak_memory_stats": ("ACC151", "accel.reset_peak_memory_stats"),
-    "torch.cuda.empty_cache": ("ACC151", "accel.empty_cache"),
-    "torch.cuda.memory_stats": ("ACC151", "accel.memory_stats"),
-    "torch.cuda.mem_get_info": ("ACC151", "accel.mem_get_info"),
-    "torch.cuda.seed": ("ACC141", "accel.seed"),
-    "torch.cuda.initial_seed": ("ACC141", "accel.initial_seed"),
-    "torch.cuda.get_rng_state_all": ("ACC141", "accel.get_rng_state_all"),
-    "torch.cuda.set_rng_state_all": ("ACC141", "accel.set_rng_state_all"),
-    "torch.cuda.get_device_name": ("ACC123", "accel.device_name"),
-    "torch.cuda.synchronize": ("ACC161", "accel.synchronize"),
-    "torch.cuda.Stream": ("ACC162", "accel.Stream"),
-    "torch.cuda.Event": ("ACC162", "accel.Event"),
-    "torch.cuda.current_stream": ("ACC162", "accel.current_stream"),
-    "torch.cuda.stream": ("ACC162", "accel.stream"),
-}
-
-#: torch.cuda names reported without an automatic rewrite: name or prefix -> (code, reason).
-MANUAL_CUDA: dict[str, tuple[str, str]] = {
-    "torch.cuda.get_device_properties": ("ACC125", "no portable equivalent; ask accel.capabilities()"),
-    "torch.cuda.get_device_capability": ("ACC125", "compute capability is CUDA-only; ask accel.capabilities()"),
-    "torch.cuda.get_arch_list": ("ACC125", "CUDA architectures have no portable equivalent"),
-    "torch.cuda.amp": ("ACC139", "use torch.amp with device_type=accel.device_type()"),
-    "torch.cuda.seed_all": ("ACC141", "no public accel equivalent yet"),
-    "torch.cuda.memory": ("ACC151", "no public accel equivalent for this statistic"),
-    "torch.cuda.memory_summary": ("ACC151", "no public accel equivalent"),
-    "torch.cuda.memory_cached": ("ACC151", "deprecated; use accel.memory_reserved()"),
-    "torch.cuda.max_memory_cached": ("ACC151", "deprecated; use accel.max_memory_reserved()"),
-    "torch.cuda.reset_max_memory_allocated": ("ACC151", "use accel.reset_peak_memory_stats()"),
-    "torch.cuda.set_per_process_memory_fraction": ("ACC151", "no portable equivalent"),
-    "torch.cuda.default_stream": ("ACC162", "no public accel equivalent"),
-    "torch.cuda.set_stream": ("ACC162", "use accel.stream(s) as a context manager"),
-    "torch.cuda.StreamContext": ("ACC162", "use accel.stream(s)"),
-    "torch.cuda.ExternalStream": ("ACC162", "external CUDA streams are CUDA-only"),
-    "torch.cuda.graphs": ("ACC205", "CUDA graphs are CUDA-only"),
-    "torch.cuda.graph": ("ACC205", "CUDA graphs are CUDA-only"),
-    "torch.cuda.CUDAGraph": ("ACC205", "CUDA graphs are CUDA-only"),
-    "torch.cuda.make_graphed_callables": ("ACC205", "CUDA graphs are CUDA-only"),
-    "torch.cuda.graph_pool_handle": ("ACC205", "CUDA graphs are CUDA-only"),
-    "torch.cuda.nvtx": ("ACC202", "use torch.profiler.record_function"),
-    "torch.utils.cpp_extension.CUDAExtension": ("ACC201", "CUDA kernels must be built per backend"),
-    "torch.utils.cpp_extension.CUDA_HOME": ("ACC201", "CUDA toolkit path"),
-    "torch.backends.cudnn": ("ACC189", "cuDNN setting has no portable equivalent"),
-    "torch.backends.cuda": ("ACC189", "CUDA backend setting has no portable equivalent"),
-    "torch.cuda": ("ACC129", "no portable equivalent"),
-}
-
-#: Backend flags set by assignment: qualified name -> (code, accel setter).
-FLAG_SETTERS: dict[str, tuple[str, str]] = {
-    "torch.backends.cudnn.deterministic": ("ACC181", "accel.set_deterministic"),
-    "torch.backends.cudnn.benchmark": ("ACC182", "accel.set_benchmark"),
-    "torch.backends.cuda.matmul.allow_tf32": ("ACC183", "accel.set_allow_tf32"),
-    "torch.backends.cudnn.allow_tf32": ("ACC183", "accel.set_allow_tf32"),
-}
-
-#: Imported packages that are inherently CUDA: top-level module -> (code, reason).
-MANUAL_PACKAGES: dict[str, tuple[str, str]] = {
-    "cupy": ("ACC203", "CuPy arrays live on CUDA devices"),
-    "apex": ("ACC204", "apex is NVIDIA-only; use torch.amp and torch.optim"),
-    "nvtx": ("ACC202", "use torch.profiler.record_function"),
-    "pycuda": ("ACC201", "PyCUDA kernels are CUDA-only"),
-    "numba.cuda": ("ACC201", "numba.cuda kernels are CUDA-only"),
-}
+from .rules import BUILTIN_PRECHECK, Rule
 
 AUTOCAST = {"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"}
 GRAD_SCALER = {"torch.amp.GradScaler", "torch.GradScaler", "torch.amp.grad_scaler.GradScaler"}
 PROCESS_GROUP = {"torch.distributed.init_process_group", "torch.distributed.new_group"}
 ENV_CALLS = {"os.environ.get", "os.getenv", "os.environ.setdefault", "os.environ.pop", "os.putenv", "os.unsetenv"}
 CPP_EXTENSION_LOAD = {"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"}
-
-_CUDA_DEVICE = re.compile(r"^cuda(?::(\d+))?$")
-_DEVICE_NAME = re.compile(r"(^|_)(device|dev)(_name|_str)?$", re.IGNORECASE)
-_BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
-_RANK_NAME = re.compile(
-    r"^(local_rank|rank|gpu|gpu_id|gpu_idx|gpu_index|device_id|device_idx|device_index|dev_id|cuda_device)$",
-    re.IGNORECASE,
+#: Qualified-name prefixes under which the mapping table may hold a manual row.
+_TABLE_ROOTS = (
+    "torch.cuda",
+    "torch.backends.cud",
+    "torch.utils.cpp_extension.",
+    "torch.version.cuda",
+    "torch.profiler.ProfilerActivity.CUDA",
+    "torch.autograd.profiler.emit_nvtx",
+    "torch._scaled_mm",
 )
-_GUARD_ATTRS = {"type", "device_type", "name"}
+_INTENTIONAL = ("accel_abstraction", "torch.accelerator")
+#: Calls whose string arguments are text for people (logs, warnings, output).
+_TEXT_SINKS = frozenset({"print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "write"})
+_BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
+_ACCEL_WORDS = re.compile(r"cuda|gpu|accel", re.IGNORECASE)
+#: Why a file CPython parses can still not be analysed (180 nested calls, a deep literal).
+TOO_DEEP = "too deeply nested to analyse (RecursionError); this file is skipped, the others are not"
 _SUPPRESS = re.compile(r"#\s*accel:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
-
-# --------------------------------------------------------------------------- helpers
-
-_COUPLED_PREFIXES = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension", *MANUAL_PACKAGES)
+_COUPLED_PREFIXES = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension", *PACKAGES)
 
 
 def _coupled_module(qualname: str) -> bool:
     """Whether an imported name can be coupling on a line that does not say ``cuda``."""
     return qualname.startswith(_COUPLED_PREFIXES) or qualname in GRAD_SCALER
-
-
-def _str(node: ast.AST | None) -> str | None:
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-
-
-def _last_name(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
-
-
-def _arg(call: ast.Call, index: int, keyword: str) -> tuple[ast.AST | None, int | str]:
-    """The argument at ``index`` or named ``keyword``, and how to address it for ``drop``."""
-    if len(call.args) > index and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
-        return call.args[index], index
-    for kw in call.keywords:
-        if kw.arg == keyword:
-            return kw.value, keyword
-    return None, keyword
 
 
 def suppressions(source: str) -> dict[int, frozenset[str] | None]:
@@ -171,12 +89,11 @@ def suppressions(source: str) -> dict[int, frozenset[str] | None]:
 # --------------------------------------------------------------------------- visitor
 
 
-class _Scan:
+class _Scan(DeviceChecks):
     """One pass over one module's tree."""
 
     def __init__(self, source: str, path: str, tree: ast.Module, plugin_rules: tuple[Rule, ...]) -> None:
-        self.path = path
-        self.lines = source.splitlines()
+        super().__init__(source, path)
         self.aliases = AliasMap.from_tree(tree, hot_lines(source, ("import",)))
         self.hot: list[int] | None = None
         if all(r.precheck for r in plugin_rules):
@@ -190,62 +107,20 @@ class _Scan:
             ]
             extra = [s for r in plugin_rules for s in r.precheck]
             self.hot = hot_lines(source, (*BUILTIN_PRECHECK, *extra, *names), BARE_DEVICE)
-        self.findings: list[Finding] = []
         self.plugin_names = [(r, n) for r in plugin_rules for n in r.names]
         self.plugin_matchers = [r for r in plugin_rules if r.matcher is not None]
         self.parents: dict[int, ast.AST] = {}  # filled on demand by _parent, for .is_cuda only
         self.tree = tree
+        # Data flow and context, computed on first need (most files never need them).
+        self._string_names: frozenset[str] | None = None
+        self._device_args: frozenset[str] | None = None
+        self._fused: set[int] | None = None
+        self.duplicate_flags: dict[int, int] = self._duplicate_flags(tree) if source.count("allow_tf32") > 1 else {}
+        self.guarded: list[tuple[int, int]] = []  # line ranges inside an accelerator guard
 
     # ---- context for plugin matchers
     def qualname(self, node: ast.AST) -> str | None:
         return self.aliases.qualname(node)
-
-    # ---- positions
-    def _col(self, lineno: int, col: int) -> int:
-        line = self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
-        if line.isascii():
-            return col
-        return len(line.encode("utf-8")[:col].decode("utf-8", errors="replace"))
-
-    def _span(self, node: ast.AST) -> tuple[int, int, int, int]:
-        line, end_line = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
-        return (
-            line,
-            self._col(line, node.col_offset),  # type: ignore[attr-defined]
-            end_line,
-            self._col(end_line, node.end_col_offset or 0),  # type: ignore[attr-defined]
-        )
-
-    def report(
-        self,
-        node: ast.AST,
-        code: str,
-        detail: str | None = None,
-        fix_kind: str | None = None,
-        text: str = "",
-        drop: int | str | None = None,
-        suggestion: str | None = None,
-        fix_node: ast.AST | None = None,
-        rule: Rule | None = None,
-    ) -> None:
-        rule = rule or RULES_BY_CODE[code]
-        line, col, end_line, end_col = self._span(node)
-        fix = None
-        if fix_kind is not None:
-            target = fix_node or node
-            fix = Fix(fix_kind, *self._span(target), text=text, drop=drop)
-        if fix is None:
-            # Not rewritten: say why, or what a person should write instead.
-            reason = suggestion or detail or rule.suggestion or "no portable equivalent"
-            if reason is detail:
-                detail = None
-            suggestion = "manual: " + reason
-        else:
-            suggestion = suggestion or rule.suggestion
-        message = rule.message if detail is None else f"{rule.message}: {detail}"
-        self.findings.append(
-            Finding(self.path, line, col + 1, end_line, end_col + 1, code, rule.category, message, suggestion, fix)
-        )
 
     # ---- traversal
     def run(self) -> list[Finding]:
@@ -263,6 +138,10 @@ class _Scan:
             ast.FunctionDef: self.visit_function,  # type: ignore[dict-item]
             ast.AsyncFunctionDef: self.visit_function,  # type: ignore[dict-item]
             ast.Dict: self.visit_dict,  # type: ignore[dict-item]
+            ast.Constant: self.visit_constant,  # type: ignore[dict-item]
+            ast.JoinedStr: self.visit_runtime_string,  # type: ignore[dict-item]
+            ast.BinOp: self.visit_runtime_string,  # type: ignore[dict-item]
+            ast.Expr: self.visit_expr,  # type: ignore[dict-item]
         }
         stack: list[ast.AST] = [self.tree]
         self.stack = stack
@@ -285,105 +164,177 @@ class _Scan:
         self.stack.extend(call.args)
         self.stack.extend(kw.value for kw in call.keywords)
 
-    # ---- device positions
-    def device_value(self, node: ast.AST | None, allow_int: bool = False, string_typed: bool = False) -> None:
-        """Report ``node`` if it names a CUDA device where a device is expected."""
-        if node is None:
-            return
-        if isinstance(node, ast.IfExp):
-            self.device_value(node.body, allow_int, string_typed)
-            self.device_value(node.orelse, allow_int, string_typed)
-            return
-        value = _str(node)
-        if value is not None:
-            match = _CUDA_DEVICE.match(value)
-            if match is None:
-                return
-            if string_typed:
-                if match.group(1) is None:
-                    self.report(node, "ACC101", None, "replace", "accel.device_type()", suggestion="accel.device_type()")
-                else:
-                    self.report(node, "ACC101", "indexed device in a string option")
-                return
-            text = "accel.device()" if match.group(1) is None else f"accel.device({match.group(1)})"
-            self.report(node, "ACC101", None, "replace", text, suggestion=text)
-            return
-        if isinstance(node, ast.JoinedStr):
-            self.device_fstring(node)
-            return
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            left = _str(node.left)
-            if left is not None and left.startswith("cuda"):
-                right = node.right
-                if left == "cuda:" and isinstance(right, ast.Call) and _last_name(right.func) == "str" and len(right.args) == 1:
-                    self.report(node, "ACC103", None, "device_from_concat")
-                else:
-                    self.report(node, "ACC103", "string concatenation")
-            return
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
-            fmt = _str(node.func.value)
-            if fmt is not None and fmt.startswith("cuda"):
-                if fmt == "cuda:{}" and len(node.args) == 1 and not node.keywords:
-                    self.report(node, "ACC103", None, "device_from_format")
-                else:
-                    self.report(node, "ACC103", "str.format")
-            return
-        if allow_int:
-            if isinstance(node, ast.Constant) and type(node.value) is int:
-                text = f"accel.device({node.value})"
-                self.report(node, "ACC104", None, "replace", text, suggestion=text)
-            elif isinstance(node, (ast.Name, ast.Attribute)) and _RANK_NAME.match(_last_name(node) or ""):
-                self.report(node, "ACC104", None, "wrap_device", suggestion=f"accel.device({_last_name(node)})")
+    # ---- pre-passes, on first need
+    @property
+    def string_names(self) -> frozenset[str]:
+        """Names assigned a CUDA device string in the statements this scan walks."""
+        if self._string_names is None:
+            has = re.search(r"""['"]cuda""", self.source) is not None
+            self._string_names = device_string_names(self._hot_nodes()) if has else frozenset()
+        return self._string_names
 
-    def device_fstring(self, node: ast.JoinedStr) -> None:
-        values = node.values
-        head = _str(values[0]) if values else None
-        if head is None or not head.startswith("cuda"):
-            return
-        simple = (
-            head == "cuda:"
-            and len(values) == 2
-            and isinstance(values[1], ast.FormattedValue)
-            and values[1].conversion == -1
-            and values[1].format_spec is None
-        )
-        if simple:
-            self.report(node, "ACC103", None, "device_from_fstring")
+    @property
+    def device_args(self) -> frozenset[str]:
+        """Names passed where a device goes, anywhere in the module."""
+        if self._device_args is None:
+            self._device_args = device_positions(ast.walk(self.tree))
+        return self._device_args
+
+    @property
+    def fused(self) -> set[int]:
+        """ids of nodes inside a value that chooses a fused kernel."""
+        if self._fused is None:
+            self._fused = self._fused_choices(self._hot_nodes()) if "fused" in self.source else set()
+        return self._fused
+
+    def _hot_nodes(self) -> Iterator[ast.AST]:
+        """Every node :meth:`run` can visit (statements away from hot lines are skipped)."""
+        stack: list[ast.AST] = [self.tree]
+        hot = self.hot
+        while stack:
+            node = stack.pop()
+            if hot is not None and isinstance(node, ast.stmt) and not touches(node, hot):
+                continue
+            yield node
+            stack.extend(ast.iter_child_nodes(node))
+
+    @staticmethod
+    def _fused_choices(nodes: Iterable[ast.AST]) -> set[int]:
+        """ids of nodes inside a value that chooses a fused kernel (``use_fused = ...``, ``fused=...``)."""
+        ids: set[int] = set()
+        for node in nodes:
+            values: list[ast.AST] = []
+            if isinstance(node, ast.Assign) and any("fused" in (last_name(t) or "") for t in node.targets):
+                values.append(node.value)
+            elif isinstance(node, ast.keyword) and node.arg == "fused":
+                values.append(node.value)
+            elif isinstance(node, ast.Dict):
+                values += [v for k, v in zip(node.keys, node.values, strict=True) if str_value(k) == "fused"]
+            for value in values:
+                ids.update(id(sub) for sub in ast.walk(value))
+        return ids
+
+    @staticmethod
+    def _duplicate_flags(tree: ast.Module) -> dict[int, int]:
+        """Flag assignments that repeat the previous statement's portable call -> that line.
+
+        ``torch.backends.cuda.matmul.allow_tf32 = True`` then
+        ``torch.backends.cudnn.allow_tf32 = True`` both mean ``accel.set_allow_tf32(True)``:
+        the second is dropped, not written twice.
+        """
+        aliases = AliasMap.from_tree(tree)
+        dup: dict[int, int] = {}
+        for node in ast.walk(tree):
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(node, field, None)
+                if not isinstance(block, list):
+                    continue
+                previous: tuple[str, str] | None = None
+                first_line = 0
+                for stmt in block:
+                    key = None
+                    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                        row = FLAGS.get(aliases.qualname(stmt.targets[0]) or "")
+                        if row is not None:
+                            key = (row.replacement or "", ast.dump(stmt.value))
+                    if key is not None and key == previous:
+                        dup[id(stmt)] = first_line
+                    elif key is not None:
+                        first_line = stmt.lineno
+                    previous = key
+        return dup
+
+    # ---- device-type tests
+    def _intentional(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Call):
+            node = node.func
+        q = self.aliases.qualname(node)
+        return q is not None and q.startswith(_INTENTIONAL)
+
+    def _device_ish(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Call) and last_name(node.func) == "str" and len(node.args) == 1:
+            node = node.args[0]
+        if isinstance(node, ast.Attribute) and node.attr in ("type", "device_type"):
+            return True
+        if self._intentional(node):
+            return True
+        name = last_name(node)
+        return name is not None and (DEVICE_NAME.search(name) is not None or name in self.string_names)
+
+    def device_type_test(self, node: ast.AST) -> bool:
+        """Report ``node`` if it is a device-type test; return whether it was."""
+        test = device_test(node, self.segment, self._device_ish, self._intentional)
+        if test is None:
+            return False
+        if id(node) in self.fused:
+            self.report(node, "ACC207", "fused kernel chosen because the device is CUDA",
+                        suggestion="fused kernels exist per device; ask a person which one the backend has")  # fmt: skip
+        elif test.text is not None:
+            self.report(node, "ACC113", None, "replace", test.text, suggestion=test.text)
         else:
-            self.report(node, "ACC103", "f-string")
+            self.report(node, "ACC113", "cannot be folded to one test")
+        return True
+
+    def _accelerator_guard(self, test: ast.AST) -> bool:
+        """Whether ``test`` decides between an accelerator and the CPU (for ``pin_memory``)."""
+        if any(find_device_tests(test, self.segment, self._device_ish, self._intentional)):
+            return True
+        for sub in ast.walk(test):
+            name = last_name(sub)
+            if name is not None and (name == "is_cuda" or _ACCEL_WORDS.search(name) or name == "is_available"):
+                return True
+            if isinstance(sub, ast.Compare) and any(str_value(c) == "cpu" for c in (sub.left, *sub.comparators)):
+                return True
+        return False
+
+    def _in_guard(self, line: int) -> bool:
+        return any(start <= line <= end for start, end in self.guarded)
 
     # ---- node handlers (return True to visit all children)
     def visit_call(self, node: ast.Call) -> bool:
         func = node.func
+        if last_name(func) in _TEXT_SINKS:
+            # text for people: a "cuda:0" there is a message, not a device
+            self.done.update(id(a) for a in (*node.args, *(k.value for k in node.keywords)))
         q = self.aliases.qualname(func)
         for rule in self.plugin_matchers:
             self.plugin_match(rule, node)
         if q is not None:
-            if q in RENAMES:
-                code, target = RENAMES[q]
+            row = CALLS.get(q)
+            if row is not None:
+                code, target = row.code, row.replacement or ""
                 if code == "ACC131" and node.args:
-                    self.report(func, code, "positional arguments differ from accel.autocast(dtype, enabled)")
+                    if len(node.args) == 1 and not isinstance(node.args[0], ast.Starred) and not any(k.arg == "enabled" for k in node.keywords):
+                        # torch.cuda.amp.autocast(flag): its first parameter is enabled
+                        self.report(func, code, None, "autocast_enabled", target, fix_node=node, suggestion="accel.autocast(enabled=...)")
+                    else:
+                        self.report(func, code, "positional arguments differ from accel.autocast(dtype, enabled)")
                 else:
                     self.report(func, code, None, "replace", target, suggestion=target + "(...)")
                 self.push_call_args(node)
                 return False
             if q == "torch.device":
                 self.torch_device(node)
+                self.push_call_args(node)
                 return False
             if q in AUTOCAST:
-                dev, where = _arg(node, 0, "device_type")
-                if _str(dev) == "cuda":
+                dev, where = arg_of(node, 0, "device_type")
+                if str_value(dev) == "cuda":
+                    assert dev is not None
+                    self.done.add(id(dev))
                     self.report(node, "ACC132", None, "rename_call", "accel.autocast", drop=where)
                 self.push_call_args(node)
                 return False
             if q in GRAD_SCALER:
-                dev, where = _arg(node, 0, "device")
-                if dev is None or _str(dev) == "cuda":
+                dev, where = arg_of(node, 0, "device")
+                if dev is None or str_value(dev) == "cuda":
+                    if dev is not None:
+                        self.done.add(id(dev))
                     self.report(node, "ACC133", None, "rename_call", "accel.GradScaler", drop=where if dev is not None else None)
                 self.push_call_args(node)
                 return False
             if q in PROCESS_GROUP:
-                backend, _ = _arg(node, 0, "backend")
+                backend, _ = arg_of(node, 0, "backend")
                 self.backend_value(backend)
                 self.push_call_args(node)
                 return False
@@ -391,9 +342,9 @@ class _Scan:
                 self.env_name(node.args[0])
             elif q in CPP_EXTENSION_LOAD:
                 self.cpp_extension(node)
-        elif isinstance(func, ast.Attribute):
+        if isinstance(func, ast.Attribute):
             attr = func.attr
-            if attr == "cuda":
+            if attr == "cuda" and q is None:
                 self.report(node, "ACC111", None, "to_device")
                 self.push(func.value)
                 self.push_call_args(node)
@@ -401,13 +352,20 @@ class _Scan:
             if attr == "to":
                 if node.args:
                     self.device_value(node.args[0], allow_int=True)
+            elif attr == "startswith":
+                self.device_type_test(node)
             elif attr == "add_argument":
-                if any("device" in (_str(a) or "") for a in node.args):
-                    for kw in node.keywords:
-                        if kw.arg == "default":
+                options = [str_value(a) or "" for a in node.args]
+                for kw in node.keywords:
+                    if kw.arg == "default":
+                        if any("device" in o for o in options):
                             self.device_value(kw.value, string_typed=True)
-            elif attr == "pin_memory" and not node.args and not node.keywords:
+                        elif any("backend" in o for o in options):
+                            self.backend_value(kw.value)
+            elif attr == "pin_memory" and not node.args and not node.keywords and not self._in_guard(node.lineno):
                 self.report(node, "ACC191", "Tensor.pin_memory() fails without CUDA", suggestion="guard with accel.capabilities().pinned_memory")
+            elif attr in ("format",):
+                self.runtime_string(node)
         for kw in node.keywords:
             name = kw.arg
             if name is None:
@@ -415,79 +373,15 @@ class _Scan:
             if name in ("device", "map_location"):
                 self.device_value(kw.value, allow_int=name == "device")
             elif name == "pin_memory":
-                if isinstance(kw.value, ast.Constant) and kw.value.value is True:
+                if isinstance(kw.value, ast.Constant) and kw.value.value is True and not self._in_guard(kw.value.lineno):
                     self.report(kw.value, "ACC191", None, "replace", "accel.capabilities().pinned_memory")
             elif name == "backend":
                 self.backend_value(kw.value)
             elif name == "device_ids":
-                self.device_ids(kw.value)
+                self.device_ids(node, kw.value, q)
+            elif name == "fused" and isinstance(kw.value, ast.Constant) and kw.value.value is True:
+                self.report(kw.value, "ACC207", "fused=True", suggestion="fused optimizer kernels exist per device; keep fused only where the backend has them")
         return True
-
-    def torch_device(self, node: ast.Call) -> None:
-        self.push_call_args(node)
-        dev, where = _arg(node, 0, "type")
-        value = _str(dev)
-        if value is None:
-            before = len(self.findings)
-            self.device_value(dev)
-            if len(node.args) == 1 and not node.keywords:
-                # torch.device(f"cuda:{i}") becomes accel.device(i), not torch.device(accel.device(i))
-                for i in range(before, len(self.findings)):
-                    found = self.findings[i]
-                    if found.fix is not None and found.fix.kind.startswith("device_from_"):
-                        wrapped = Fix(found.fix.kind, *self._span(node))
-                        self.findings[i] = dataclasses.replace(found, fix=wrapped)
-            return
-        match = _CUDA_DEVICE.match(value)
-        if match is None:
-            return
-        index, _ = _arg(node, 1, "index")
-        if index is not None and value == "cuda":
-            self.report(node, "ACC102", None, "rename_call", "accel.device", drop=where)
-        elif index is None:
-            text = "accel.device()" if match.group(1) is None else f"accel.device({match.group(1)})"
-            self.report(node, "ACC101", None, "replace", text, suggestion=text)
-        else:
-            self.report(node, "ACC102", "index given twice")
-
-    def backend_value(self, node: ast.AST | None) -> None:
-        if isinstance(node, ast.IfExp):
-            self.backend_value(node.body)
-            self.backend_value(node.orelse)
-            return
-        value = _str(node)
-        if node is None or value is None or "nccl" not in value:
-            return
-        if value == "nccl":
-            self.report(node, "ACC171", None, "replace", "accel.dist_backend()")
-        else:
-            self.report(node, "ACC171", "backend string names nccl alongside others")
-
-    def device_ids(self, node: ast.AST) -> None:
-        if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
-            first = node.elts[0]
-            if (isinstance(first, ast.Constant) and type(first.value) is int) or _RANK_NAME.match(_last_name(first) or ""):
-                self.report(node, "ACC104", "DDP device_ids assume a CUDA device; pass them only where accel.device_type() needs them")
-
-    def env_name(self, node: ast.AST) -> None:
-        name = _str(node)
-        if name is None:
-            return
-        if name == "CUDA_VISIBLE_DEVICES":
-            self.report(node, "ACC192", None, "replace", "accel.visible_devices_env()")
-        elif name.startswith(("CUDA_", "NCCL_", "CUDNN_")) or "_CUDA_" in name:
-            self.report(node, "ACC199", name, suggestion="only CUDA reads it; set the selected backend's own variable")
-
-    def cpp_extension(self, node: ast.Call) -> None:
-        for kw in node.keywords:
-            if kw.arg in ("cuda_sources", "with_cuda", "extra_cuda_cflags"):
-                self.report(node, "ACC201", f"{kw.arg}=", suggestion="CUDA kernels must be built per backend")
-                return
-        for sub in ast.walk(node):
-            value = _str(sub)
-            if value is not None and value.endswith((".cu", ".cuh")):
-                self.report(node, "ACC201", f"CUDA source {value}", suggestion="CUDA kernels must be built per backend")
-                return
 
     def plugin_match(self, rule: Rule, node: ast.AST) -> None:
         assert rule.matcher is not None
@@ -497,18 +391,19 @@ class _Scan:
 
     def reference(self, node: ast.AST, q: str) -> bool:
         """Report a resolved name used outside a call. Return True to descend."""
-        if q in RENAMES:
-            code, target = RENAMES[q]
-            self.report(node, code, None, "replace", target, suggestion=target)
+        row = CALLS.get(q)
+        if row is not None:
+            self.report(node, row.code, None, "replace", row.replacement or "", suggestion=row.replacement)
             return False
-        if q.startswith(("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension.")):
-            probe = q
-            while probe:
-                if probe in MANUAL_CUDA:
-                    code, reason = MANUAL_CUDA[probe]
-                    self.report(node, code, q, suggestion=reason)
-                    return False
-                probe = probe.rpartition(".")[0]
+        if q.startswith(_TABLE_ROOTS):
+            row = lookup(q)
+            if row is not None and row.kind == "manual":
+                self.report(node, row.code, q, suggestion=row.hint)
+                return False
+        package = package_row(q)
+        if package is not None:
+            self.report(node, package.code, q, suggestion=package.hint)
+            return False
         for rule, name in self.plugin_names:
             if q == name or q.startswith(name + "."):
                 self.report(node, rule.code, q, rule=rule, suggestion=rule.suggestion or "no portable equivalent")
@@ -554,25 +449,50 @@ class _Scan:
         self.reference(node, q)
         return False
 
+    def visit_constant(self, node: ast.Constant) -> bool:
+        self.constant(node)
+        return False
+
+    def visit_runtime_string(self, node: ast.AST) -> bool:
+        self.runtime_string(node)
+        return True
+
+    def visit_expr(self, node: ast.Expr) -> bool:
+        # A bare string statement is a docstring or a comment in disguise.
+        return not isinstance(node.value, (ast.Constant, ast.JoinedStr))
+
     def _flag_assign(self, target: ast.AST, value: ast.AST | None, stmt: ast.AST, single: bool) -> bool:
         q = self.aliases.qualname(target) if isinstance(target, ast.Attribute) else None
-        if q is not None and q in FLAG_SETTERS and value is not None:
-            code, setter = FLAG_SETTERS[q]
-            if single:
+        flag = FLAGS.get(q) if q is not None else None
+        if flag is not None and value is not None:
+            code, setter = flag.code, flag.replacement or ""
+            first = self.duplicate_flags.get(id(stmt))
+            if first is not None:
+                self.report(target, code, f"same call as line {first}", "drop_statement", fix_node=stmt, suggestion="removed: one call is enough")
+            elif single:
                 self.report(target, code, None, "assign_call", setter, fix_node=stmt, suggestion=f"{setter}(...)")
             else:
                 self.report(target, code, "chained assignment")
             return True
         if q is not None and q.startswith(("torch.backends.cudnn.", "torch.backends.cuda.")):
-            self.report(target, "ACC189", q)
+            row = lookup(q)
+            self.report(target, "ACC189", q, suggestion=row.hint if row else None)
             return True
-        name = _last_name(target)
+        name = last_name(target)
         if name is not None and value is not None:
-            if _DEVICE_NAME.search(name):
-                self.device_value(value)
+            if DEVICE_NAME.search(name) or (is_cuda_string(value) and name in self.device_args):
+                self.device_value(value, string_typed=True)
             elif _BACKEND_NAME.search(name):
                 self.backend_value(value)
+            elif "flops" in name.lower():
+                self._peak_flops(target, name, value)
         return False
+
+    def _peak_flops(self, target: ast.AST, name: str, value: ast.AST) -> None:
+        lowered = name.lower()
+        big = isinstance(value, ast.Constant) and isinstance(value.value, (int, float)) and value.value >= 1e11
+        if big or "peak" in lowered or "promised" in lowered:
+            self.report(target, "ACC208", name, suggestion="peak FLOPs differ per device; take them from the selected device, not a GPU table")
 
     def visit_assign(self, node: ast.Assign) -> bool:
         single = len(node.targets) == 1
@@ -597,46 +517,37 @@ class _Scan:
         if len(node.comparators) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
             if self.aliases.qualname(node.comparators[0]) == "os.environ":
                 self.env_name(node.left)
+        if self.device_type_test(node):
+            for sub in (node.left, *node.comparators):
+                if str_value(sub) is not None:
+                    self.done.add(id(sub))
+                elif isinstance(sub, (ast.Tuple, ast.List, ast.Set)):
+                    self.done.update(id(e) for e in sub.elts)
         return True
 
-    def _is_device_type(self, node: ast.AST) -> bool:
-        if isinstance(node, ast.Call):
-            node = node.func
-        if isinstance(node, ast.Attribute) and node.attr in _GUARD_ATTRS:
-            return True
-        q = self.aliases.qualname(node)
-        return q is not None and q.startswith(("accel_abstraction", "torch.accelerator"))
-
-    def _guard(self, test: ast.AST) -> str | None:
-        """Which branch ``test`` reserves for CUDA: ``"body"`` for ``x.device.type == "cuda"``,
-        ``"orelse"`` for ``!=`` / ``not in``, ``None`` when it is no device-type test."""
+    def _intentional_guard(self, test: ast.AST) -> bool:
+        """``accel.device_type() == "cuda"``: code that asks on purpose; its branch is left alone."""
         for sub in ast.walk(test):
-            if not (isinstance(sub, ast.Compare) and len(sub.ops) == 1):
-                continue
-            op = sub.ops[0]
-            if isinstance(op, (ast.Eq, ast.In)):
-                branch = "body"
-            elif isinstance(op, (ast.NotEq, ast.NotIn)):
-                branch = "orelse"
-            else:
-                continue
-            left, right = sub.left, sub.comparators[0]
-            for a, b in ((left, right), (right, left)):
-                literal = _str(a)
-                if literal is None and isinstance(a, (ast.Tuple, ast.List, ast.Set)):
-                    literal = next((s for s in map(_str, a.elts) if s == "cuda"), None)
-                if literal == "cuda" and self._is_device_type(b):
-                    return branch
-        return None
+            if isinstance(sub, ast.Compare) and len(sub.ops) == 1:
+                left, right = sub.left, sub.comparators[0]
+                for a, b in ((left, right), (right, left)):
+                    literal = str_value(a)
+                    if literal is None and isinstance(a, (ast.Tuple, ast.List, ast.Set)):
+                        literal = next((s for s in map(str_value, a.elts) if s == "cuda"), None)
+                    if literal == "cuda" and self._intentional(b):
+                        return True
+        return False
 
     def visit_if(self, node: ast.If) -> bool:
-        guarded = self._guard(node.test)
-        if guarded == "body":
-            self.push(node.test, *node.orelse)
+        if self._intentional_guard(node.test):
+            op = next((s.ops[0] for s in ast.walk(node.test) if isinstance(s, ast.Compare)), None)
+            skip_body = isinstance(op, (ast.Eq, ast.In))
+            self.push(node.test, *(node.orelse if skip_body else node.body))
             return False
-        if guarded == "orelse":
-            self.push(node.test, *node.body)
-            return False
+        if self._accelerator_guard(node.test):
+            for block in (node.body, node.orelse):
+                if block:
+                    self.guarded.append((block[0].lineno, block[-1].end_lineno or block[-1].lineno))
         return True
 
     def visit_import(self, node: ast.Import) -> bool:
@@ -650,10 +561,9 @@ class _Scan:
         return False
 
     def manual_package(self, node: ast.AST, module: str) -> None:
-        for package, (code, reason) in MANUAL_PACKAGES.items():
-            if module == package or module.startswith(package + "."):
-                self.report(node, code, f"imports {module}", suggestion=reason)
-                return
+        row = package_row(module)
+        if row is not None:
+            self.report(node, row.code, f"imports {module}", suggestion=row.hint)
 
     def visit_function(self, node: ast.FunctionDef) -> bool:
         args = node.args
@@ -666,20 +576,22 @@ class _Scan:
         return True
 
     def _param_default(self, name: str, default: ast.AST) -> None:
-        if _DEVICE_NAME.search(name):
-            self.device_value(default)
+        if DEVICE_NAME.search(name):
+            self.device_value(default, string_typed=True)
         elif _BACKEND_NAME.search(name):
             self.backend_value(default)
 
     def visit_dict(self, node: ast.Dict) -> bool:
         for key, value in zip(node.keys, node.values, strict=True):
-            name = _str(key)
+            name = str_value(key)
             if name is None:
                 continue
-            if _DEVICE_NAME.search(name):
-                self.device_value(value)
+            if DEVICE_NAME.search(name):
+                self.device_value(value, string_typed=True)
             elif _BACKEND_NAME.search(name):
                 self.backend_value(value)
+            elif name == "fused" and isinstance(value, ast.Constant) and value.value is True:
+                self.report(value, "ACC207", "fused=True", suggestion="fused optimizer kernels exist per device; keep fused only where the backend has them")
         return True
 
 
@@ -712,8 +624,12 @@ def scan_source(
         line = getattr(exc, "lineno", None)
         where = f"{path}:{line}" if line else path
         return FileResult(path, error=f"{where}: cannot parse: {getattr(exc, 'msg', exc)}")
-    scan = _Scan(source, path, tree, plugin_rules)
-    findings = scan.run()
+    except (RecursionError, MemoryError):
+        return FileResult(path, error=f"{path}: {TOO_DEEP}")
+    try:
+        findings = _Scan(source, path, tree, plugin_rules).run()
+    except RecursionError:
+        return FileResult(path, error=f"{path}: {TOO_DEEP}")
     quiet = suppressions(source)
     kept: list[Finding] = []
     seen: set[tuple[int, int, str]] = set()

@@ -32,6 +32,29 @@ CASES = [
     ("with torch.cuda.amp.autocast(enabled=torch.cuda.is_available()):\n    pass\n",
      "with accel.autocast(enabled=accel.is_available()):\n    pass\n"),
     ("f = torch.cuda.is_available\n", "f = accel.is_available\n"),
+    # a string stays a string: later code tests it with `in`, formats it, or stores it in a config
+    ('device = "cuda"  # or cpu\n', "device = accel.device_type()  # or cpu\n"),
+    ('device = "cuda:1"\n', "device = str(accel.device(1))\n"),
+    ("device = f'cuda:{rank}'\n", "device = f'{accel.device_type()}:{rank}'\n"),
+    ('name = "cuda:{}".format(i)\n', 'name = (accel.device_type() + ":{}").format(i)\n'),
+    ('name = "cuda:%d" % i\n', 'name = (accel.device_type() + ":%d") % i\n'),
+    ('name = "cuda" + str(i)\n', "name = accel.device_type() + str(i)\n"),
+    ('cfg = {"device": "cuda"}\n', 'cfg = {"device": accel.device_type()}\n'),
+    # device-type tests ask "an accelerator?": same answer on cpu and cuda, true on any other
+    ('if x.device.type == "cuda":\n    pass\n', 'if x.device.type != "cpu":\n    pass\n'),
+    ("if device_type != 'cuda':\n    pass\n", "if device_type == 'cpu':\n    pass\n"),
+    ("use = 'cuda' in device\n", "use = 'cpu' not in device\n"),
+    ('ok = device.startswith("cuda")\n', 'ok = not device.startswith("cpu")\n'),
+    ('ok = x.device.type in ("cuda",)\n', 'ok = x.device.type != "cpu"\n'),
+    ('ok = str(dev) == "cuda"\n', 'ok = str(dev) != "cpu"\n'),
+    ('if args.dist_backend == "nccl":\n    pass\n', "if args.dist_backend == accel.dist_backend():\n    pass\n"),
+    ("d = torch.device(0)\n", "d = accel.device(0)\n"),
+    ("d = torch.device(local_rank)\n", "d = accel.device(local_rank)\n"),
+    ("torch.backends.cuda.matmul.allow_tf32 = True  # matmul\ntorch.backends.cudnn.allow_tf32 = True  # cudnn\n",
+     "accel.set_allow_tf32(True)  # matmul\n"),
+    ("with torch.cuda.amp.autocast(use_amp):\n    pass\n", "with accel.autocast(enabled=use_amp):\n    pass\n"),
+    ("é = 'ü'; device = f'cuda:{rank}'; ok = 'cuda' in device\n",
+     "é = 'ü'; device = f'{accel.device_type()}:{rank}'; ok = 'cpu' not in device\n"),
 ]
 
 
@@ -69,7 +92,7 @@ def test_cuda_imports_are_dropped_only_when_unused_and_not_commented() -> None:
 
 
 def test_positional_autocast_arguments_are_left_for_a_person() -> None:
-    result = port_source(H + "with torch.cuda.amp.autocast(True):\n    pass\n")
+    result = port_source(H + "with torch.cuda.amp.autocast(True, torch.float16):\n    pass\n")
     assert result.output == result.source
     assert [(f.code, f.suggestion) for f in result.manual] == [
         ("ACC131", "manual: positional arguments differ from accel.autocast(dtype, enabled)")
@@ -79,5 +102,5 @@ def test_positional_autocast_arguments_are_left_for_a_person() -> None:
 def test_sites_in_defaults_and_decorators_are_rewritten() -> None:
     source = H + 'def f(x, device="cuda"):\n    return x\n\n\n@torch.cuda.amp.autocast(enabled=True)\ndef g():\n    pass\n'
     assert port_source(source).output == H + A + (
-        "def f(x, device=accel.device()):\n    return x\n\n\n@accel.autocast(enabled=True)\ndef g():\n    pass\n"
+        "def f(x, device=accel.device_type()):\n    return x\n\n\n@accel.autocast(enabled=True)\ndef g():\n    pass\n"
     )

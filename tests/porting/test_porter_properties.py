@@ -33,6 +33,8 @@ COUPLED = [
     '{a} = os.environ["CUDA_VISIBLE_DEVICES"]',
     "{a} = torch.cuda.device_count() + {n}",
     'torch.distributed.init_process_group(backend="nccl")',
+    'if {a}.device.type == "cuda":\n    torch.cuda.synchronize()',
+    '{a} = f"cuda:{{{b}}}"',
     "{a} = torch.amp.GradScaler(\n    'cuda',\n    init_scale={n}.0,\n)",
 ]
 CLEAN = [
@@ -44,7 +46,7 @@ CLEAN = [
     "{a} = {b}.to(torch.float16)",
     'class K{n}:\n    """Runs on cuda."""\n\n    {a} = {m}',
     "use_cuda = {flag}",
-    'if {a}.device.type == "cuda":\n    torch.cuda.synchronize()',
+    'if {a}.device.type == "cpu":\n    {b} = {n}',
     '{a} = torch.device("cpu")',
     "{a} = ({b},\n      {n})  # trailing comment",
 ]

@@ -150,7 +150,7 @@ class NeuronBackend(Backend):
             tf32=False,
             distributed=torch.distributed.is_available(),
             visible_devices=True,
-            compile_backend=None if self.emulated else "neuron",
+            compile_backend="neuron",  # emulated: the emulator's backend of that name (emulator/compile.py)
             extras={"emulated": self.emulated},
         )
 
@@ -168,7 +168,10 @@ class NeuronBackend(Backend):
         Emulated: local rank r uses ``neuron:r`` (when the emulator has that many devices).
         """
         if self.emulated:
-            super().before_init_process_group(local_rank)
+            from . import emulator
+
+            if emulator.is_installed():  # activate() installs it; nothing to choose from before
+                super().before_init_process_group(local_rank)
         else:
             os.environ.setdefault("NEURON_RT_VISIBLE_CORES", str(local_rank))
 

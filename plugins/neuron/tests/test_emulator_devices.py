@@ -27,18 +27,18 @@ pytestmark = pytest.mark.usefixtures("neuron_emulator")
 SAME_DEVICE = "Expected all tensors to be on the same device"
 
 
-@pytest.mark.parametrize(
-    "fn",
-    [
-        lambda d, c: d + c,
-        lambda d, c: d @ c.T,
-        lambda d, c: torch.cat([d, c]),
-        lambda d, c: F.linear(c, d),
-        lambda d, c: torch.where(c > 0, d, d),
-        lambda d, c: d.add_(c),
-    ],
-    ids=["add", "matmul", "cat", "linear", "where", "add_"],
-)
+# (d, other) -> an op on both; `other` is on the CPU or on another neuron device
+MIXES = {
+    "add": lambda d, o: d + o,
+    "matmul": lambda d, o: d @ o.T,
+    "cat": lambda d, o: torch.cat([d, o]),
+    "linear": lambda d, o: F.linear(o, d),
+    "where": lambda d, o: torch.where(o > 0, d, d),
+    "add_": lambda d, o: d.add_(o),
+}
+
+
+@pytest.mark.parametrize("fn", MIXES.values(), ids=MIXES.keys())
 def test_cpu_tensor_meeting_neuron_tensor_raises(fn):
     d, c = torch.randn(3, 4, device="neuron"), torch.randn(3, 4)
     with pytest.raises(RuntimeError, match=SAME_DEVICE) as info:
@@ -115,19 +115,10 @@ def test_default_count_is_two_and_tensors_report_their_index():
     assert torch.equal((a + b).cpu(), a.cpu() + b.cpu())
 
 
-@pytest.mark.parametrize(
-    "fn",
-    [
-        lambda d, o: d + o,
-        lambda d, o: d @ o.T,
-        lambda d, o: torch.cat([d, o]),
-        lambda d, o: F.linear(o, d),
-        lambda d, o: torch.where(o > 0, d, d),
-        lambda d, o: d.add_(o),
-        lambda d, o: d + o.sum(),  # a 0-dim tensor on another neuron device is no CPU scalar
-    ],
-    ids=["add", "matmul", "cat", "linear", "where", "add_", "0-dim"],
-)
+NEURON_MIXES = {**MIXES, "0-dim": lambda d, o: d + o.sum()}  # a 0-dim neuron:1 tensor is no CPU scalar
+
+
+@pytest.mark.parametrize("fn", NEURON_MIXES.values(), ids=NEURON_MIXES.keys())
 def test_tensors_on_two_neuron_devices_raise_the_cuda_error(fn):
     d, o = torch.randn(3, 4, device="neuron:0"), torch.randn(3, 4, device="neuron:1")
     with pytest.raises(RuntimeError, match=SAME_DEVICE) as info:
@@ -270,23 +261,23 @@ def test_accel_api_reaches_device_1(monkeypatch, on_device_0):
 
 
 def test_device_count_comes_from_the_setting_and_is_checked(monkeypatch, tmp_path):
-    from accel_neuron.settings import NeuronSettings
+    from accel_neuron.settings import NEURON
 
     from accel_abstraction.errors import ConfigError
 
     monkeypatch.chdir(tmp_path)
-    assert NeuronSettings.load().emulate_devices == 2
+    assert NEURON.load().emulate_devices == 2
     (tmp_path / "pyproject.toml").write_text("[tool.accel.neuron]\nemulate_devices = 4\n")
-    assert NeuronSettings.load().emulate_devices == 4
+    assert NEURON.load().emulate_devices == 4
     monkeypatch.setenv("ACCEL_NEURON_EMULATE_DEVICES", "0")
     with pytest.raises(
         ConfigError, match="environment variable ACCEL_NEURON_EMULATE_DEVICES: invalid value '0'"
     ):
-        NeuronSettings.load()
+        NEURON.load()
     monkeypatch.delenv("ACCEL_NEURON_EMULATE_DEVICES")
     (tmp_path / "pyproject.toml").write_text("[tool.accel.neuron]\nemulate_devices = -1\n")
     with pytest.raises(ConfigError, match=r"pyproject.toml:2 \[tool.accel.neuron\] emulate_devices"):
-        NeuronSettings.load()
+        NEURON.load()
 
 
 def test_reinstall_with_another_count_is_refused():
@@ -362,3 +353,24 @@ def test_two_ranks_use_neuron_0_and_neuron_1(tmp_path):
         assert out["ddp_grad"] == f"neuron:{rank}"
         assert out["dtensor_local"] == [f"neuron:{rank}", [2.0 * rank, 2.0 * rank + 1]]
         assert out["dtensor_full"] == [0.0, 1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("device", ["neuron:0", "neuron:1"])
+def test_storage_resize_frees_and_reallocates_under_live_views(device):
+    # what FSDP does with parameter storage between steps: resize_(0), later resize_(n)
+    index = torch.device(device).index
+    base = torch.neuron.memory_allocated(index)
+    t = torch.arange(6.0, device=device)
+    view = t.view(2, 3)
+    st = t.untyped_storage()
+    st.resize_(0)
+    assert st.nbytes() == 0 and torch.neuron.memory_allocated(index) == base
+    st.resize_(24)
+    assert torch.neuron.memory_allocated(index) == base + 24
+    t.copy_(torch.arange(6.0) * 2)
+    assert view.cpu().tolist() == [[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]] and view.get_device() == index
+    st.resize_(48)  # growing keeps the bytes
+    assert t.cpu().tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    assert torch.neuron.memory_allocated(index) == base + 48
+    del t, view, st
+    assert torch.neuron.memory_allocated(index) == base

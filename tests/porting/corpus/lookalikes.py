@@ -35,18 +35,28 @@ scaler = torch.amp.GradScaler("cpu")
 acc = torch.accelerator.current_accelerator()
 if torch.accelerator.is_available():
     torch.accelerator.synchronize()
-if x.device.type == "cuda":
-    torch.cuda.synchronize()
-    torch.backends.cudnn.benchmark = True
-elif x.device.type == "xpu":
-    torch.xpu.synchronize()
 if accel.device_type() in ("cuda",):
     torch.cuda.empty_cache()
-is_gpu = x.device.type == "cuda"
-cpu_dev = torch.device("cpu")
-loader_kwargs = {"pin_memory": False}
-backend_name = "gloo"
-if x.device.type != "cuda":
+if accel.device_type() != "cuda":
     pass
 else:
     torch.cuda.reset_peak_memory_stats()
+cpu_dev = torch.device("cpu")
+loader_kwargs = {"pin_memory": False}
+backend_name = "gloo"
+on_accelerator = x.device.type != "cpu"
+if x.device.type == "cpu":
+    pass
+local_rank = 0
+ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank])
+gpu_flags = {"use_gpu": False}
+pin_mem = True
+args = parser.parse_args()
+if args.use_cuda:
+    x = x.pin_memory()
+if torch.accelerator.is_available():
+    loader = torch.utils.data.DataLoader([], pin_memory=True)
+logging.warning("cuda:%d is busy", 0)
+log.info(f"cuda:{local_rank} ready")
+flops_per_token = 6 * 1024
+tflops = flops_per_token * 3 / 1e12

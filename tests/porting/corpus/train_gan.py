@@ -66,9 +66,9 @@ def main():
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-            print(f"step {step}: {torch.cuda.max_memory_allocated(device) / 1e9:.2f} GB")
+        if device.type == "cuda":  # expect: ACC113
+            torch.cuda.synchronize(device)  # expect: ACC161
+            print(f"step {step}: {torch.cuda.max_memory_allocated(device) / 1e9:.2f} GB")  # expect: ACC151
     print("done on", device, "with cuda" if args.cuda else "without cuda")
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch
 
+from .compile import sdp_choice
+
 aten = torch.ops.aten
 
 
@@ -63,9 +65,8 @@ def _sdpa(
     enable_gqa: bool = False,
 ) -> torch.Tensor:
     # What the CPU runs: ask the CPU backend chooser, then call the CPU flash kernel or the math path.
-    choice = aten._fused_sdp_choice(
-        query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
-    )
+    # (sdp_choice: the CPU's answer, also while torch.compile traces the call)
+    choice = sdp_choice(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     mask = _bool_mask_to_additive(attn_mask, query.dtype)
     if choice == _FLASH:
         return aten._scaled_dot_product_flash_attention_for_cpu(

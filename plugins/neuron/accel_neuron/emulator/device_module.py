@@ -70,7 +70,7 @@ def _exchange_device(device: int) -> int:
     return prev
 
 
-_maybe_exchange_device = _exchange_device
+_maybe_exchange_device = _exchange_device  # as torch.cuda/xpu/mtia name the pair (dynamo device interface)
 
 
 class device:

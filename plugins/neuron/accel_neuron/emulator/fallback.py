@@ -11,7 +11,7 @@ geometry of an argument. A call then
    device argument, else the device of the neuron arguments, else the current
    device),
 2. swaps neuron tensors for CPU views, ``device="neuron"`` for ``"cpu"`` and
-   an absent generator for the neuron generator,
+   an absent generator for the generator of the result's device,
 3. runs the op (below autograd, so the CPU kernel runs),
 4. returns written arguments as they were passed, and maps other CPU results
    back to neuron tensors over the same memory (views stay views).
@@ -209,7 +209,6 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
     index = -1  # device index of the neuron arguments (-1: none seen yet)
     bad = None  # position of the first argument on another device
     cargs = list(args)
-    state = None
     for i, a in enumerate(args):
         if isinstance(a, _Tensor):
             if a.is_cpu:
@@ -224,11 +223,7 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
                         bad = i
                 cargs[i] = view(a)
         elif a.__class__ is list or a.__class__ is tuple or a.__class__ is _device_cls:
-            if state is None:
-                state = [index, bad]
-            else:
-                state[0] = index
-                state[1] = bad
+            state = [index, bad]
             cargs[i] = _convert_one(info, a, i, view, state)
             index, bad = state
     if kwargs:

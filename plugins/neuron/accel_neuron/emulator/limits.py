@@ -7,7 +7,9 @@ device="neuron")``, ``copy.deepcopy``, ``torch.load(map_location="neuron")``)
 or fail with internal asserts. This module patches the Python entry points:
 
 * ``torch.UntypedStorage(..., device="neuron")`` allocates CPU memory and wraps
-  it (this also makes storage ``clone``, ``deepcopy`` and ``torch.load`` work);
+  it (this also makes storage ``clone``, ``deepcopy`` and ``torch.load`` work), and
+  ``UntypedStorage.resize_`` on a neuron storage moves it to new memory (FSDP frees
+  and re-allocates parameter storage that way);
 * ``torch.accelerator.synchronize``/``empty_cache``/``memory_*`` route to
   ``torch.neuron`` when they refer to the neuron device;
 * ``Tensor.pin_memory()`` returns an unpinned CPU copy (there is no pinned
@@ -49,6 +51,16 @@ def _patch_storage() -> None:
         return base_new(cls, *args, **kwargs)
 
     torch.UntypedStorage.__new__ = __new__  # type: ignore[method-assign]
+
+    base_resize = torch.UntypedStorage.resize_
+
+    def resize_(self: torch.UntypedStorage, size: int) -> torch.UntypedStorage:
+        if self.device.type == "neuron":
+            storage.resize_storage(self, int(size))
+            return self
+        return base_resize(self, size)
+
+    torch.UntypedStorage.resize_ = resize_  # type: ignore[method-assign]
 
 
 def _route(name: str, target: Any, original: Any) -> Any:

@@ -23,20 +23,23 @@ _KEYS = (
     "peak_count",
 )
 
-# one statistics dict per device index, created on first use
+# one statistics dict per device index (see ensure())
 _states: dict[int, dict[str, int]] = {}
 
 
+def ensure(count: int) -> None:
+    """Give devices ``0 .. count-1`` zeroed statistics (at install)."""
+    for index in range(count):
+        _states.setdefault(index, dict.fromkeys(_KEYS, 0))
+
+
 def _state(index: int) -> dict[str, int]:
-    s = _states.get(index)
-    if s is None:
-        s = _states[index] = dict.fromkeys(_KEYS, 0)
-    return s
+    return _states[index]
 
 
 def allocate(nbytes: int, index: int = 0) -> None:
     """Count an allocation of `nbytes` bytes on device `index`."""
-    s = _states.get(index) or _state(index)
+    s = _states[index]
     s["allocated"] += nbytes
     s["alloc_count"] += 1
     s["allocated_total"] += nbytes
@@ -49,7 +52,7 @@ def allocate(nbytes: int, index: int = 0) -> None:
 
 def free(nbytes: int, index: int = 0) -> None:
     """Count the release of an allocation of `nbytes` bytes on device `index`."""
-    s = _state(index)
+    s = _states[index]
     s["allocated"] -= nbytes
     s["free_count"] += 1
     s["freed_total"] += nbytes
@@ -109,3 +112,6 @@ def summary(index: int = 0) -> str:
         f"  allocations: {s['alloc_count']}, frees: {s['free_count']}",
     ]
     return "\n".join(lines)
+
+
+ensure(1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
-from . import device_module, devices, fallback, rng
+from . import device_module, devices, fallback, memory, rng
 
 # Ops with a CompositeExplicitAutograd kernel that must keep decomposing on neuron:
 # their decomposition calls other neuron kernels that do the right thing.
@@ -82,6 +82,7 @@ def register(count: int, source: str) -> None:
     )
     devices.configure(count, source)
     rng.ensure(count)
+    memory.ensure(count)
 
     lib = torch.library.Library("_", "IMPL")
     lib.fallback(fallback.fallback_kernel, "PrivateUse1")
@@ -104,8 +105,9 @@ def register(count: int, source: str) -> None:
             continue
         aten.impl(short, fallback.kernel_for(op), "PrivateUse1")
 
-    from . import autocast_policy, composite_overrides, limits
+    from . import autocast_policy, compile, composite_overrides, limits
 
     composite_overrides.register(aten)
     _libs.extend(autocast_policy.register())
     limits.patch()
+    compile.patch()

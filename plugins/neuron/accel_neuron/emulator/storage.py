@@ -41,13 +41,27 @@ _by_ptr: dict[int, weakref.ref] = {}
 _VIEW_CACHE_SIZE = 8  # CPU views kept per storage, by geometry
 
 
-def _on_free(ptr: int, nbytes: int, index: int):
+def _on_free(alloc: list):
+    """Weakref callback for a storage whose allocation is ``alloc`` = [ptr, nbytes, index] (resize_ edits it)."""
+
     def freed(ref: weakref.ref) -> None:
+        ptr, nbytes, index = alloc
         if _by_ptr.get(ptr) is ref:
             del _by_ptr[ptr]
-        memory.free(nbytes, index)
+        if nbytes:
+            memory.free(nbytes, index)
 
     return freed
+
+
+def _track(st: torch.UntypedStorage, ptr: int, nbytes: int, index: int, count: bool = True) -> None:
+    """Map `ptr` to `st`, count its allocation (`count`), and free it when `st` goes."""
+    alloc = [ptr, nbytes, index]
+    ref = weakref.ref(st, _on_free(alloc))
+    st._emu_track = (alloc, ref)
+    _by_ptr[ptr] = ref
+    if count:
+        memory.allocate(nbytes, index)
 
 
 def _new_storage_over(
@@ -62,11 +76,54 @@ def _new_storage_over(
     st._emu_index = index
     run_backward_in_caller_thread()
     if nbytes:
-        _by_ptr[ptr] = weakref.ref(st, _on_free(ptr, nbytes, index))
-        memory.allocate(nbytes, index)
+        _track(st, ptr, nbytes, index)
         if not device_module._initialized:
             device_module._initialized = True  # first use of the device, as CUDA's lazy init
     return st
+
+
+def resize_storage(st: torch.UntypedStorage, nbytes: int) -> None:
+    """``UntypedStorage.resize_`` for a neuron storage: new memory (old bytes kept), same storage object.
+
+    FSDP frees and re-allocates parameter memory this way (``resize_(0)``, ``resize_(n)``) while
+    tensors keep viewing the storage. The old memory is handed to a placeholder storage (data
+    pointers swapped), counted as freed when the placeholder goes; new memory comes from a
+    fresh neuron storage the same way.
+    """
+    old_n = st.nbytes()
+    if nbytes == old_n:
+        return
+    index = st.device.index or 0
+    old_cpu = st._emu_cpu if hasattr(st, "_emu_cpu") else _adopt(st)
+    old_ptr = st.data_ptr()
+    track = getattr(st, "_emu_track", None)
+    held = None
+    if old_n:
+        held = _construct_storage(0, _NEURON[index], 0)
+        st._swap_data_ptr_(held)  # `held` now owns the old memory
+        held._emu_cpu = old_cpu
+        if track is not None:
+            track[0][:] = [0, 0, index]
+        _track(held, old_ptr, old_n, index, count=False)  # counted as freed when `held` goes
+    if nbytes:
+        cpu = torch._C.StorageBase.__new__(torch.UntypedStorage, nbytes)  # CPU memory, unpatched constructor
+        keep = min(nbytes, old_n)
+        if keep:
+            cpu[:keep].copy_(old_cpu[:keep])
+        ptr = cpu.data_ptr()
+        fresh = _new_storage_over(cpu, ptr, nbytes, index)  # counts the allocation
+        st._swap_data_ptr_(fresh)
+        st._emu_cpu = fresh._emu_cpu
+        fresh._emu_track[0][:] = [0, 0, index]
+        if track is not None:
+            track[0][:] = [ptr, nbytes, index]
+            _by_ptr[ptr] = track[1]
+        else:
+            _track(st, ptr, nbytes, index, count=False)
+    else:
+        st._emu_cpu = torch._C.StorageBase.__new__(torch.UntypedStorage, 0)
+    st._emu_views = {}
+    del held
 
 
 def neuron_storage_for(cpu_storage: torch.UntypedStorage, index: int = 0) -> torch.UntypedStorage:

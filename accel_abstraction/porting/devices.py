@@ -1,0 +1,244 @@
+"""Scanner checks for values: device strings, integer ordinals, process-group backends,
+CUDA environment variables and build flags.
+
+Rewrites keep the expression's type: a device string stays a string
+(``"cuda"`` -> ``accel.device_type()``, ``f"cuda:{i}"`` -> ``f"{accel.device_type()}:{i}"``,
+``"cuda:1"`` -> ``str(accel.device(1))``) wherever the value is stored or compared; only
+where a call takes it as a device (``.to(...)``, ``device=``, ``torch.device(...)``) may it
+become ``accel.device(...)``.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+
+from .findings import Fix
+from .guards import last_name, str_value
+from .reporting import Reporter
+
+_CUDA_DEVICE = re.compile(r"^cuda(?::(\d+))?$")
+RANK_NAME = re.compile(
+    r"^(local_rank|rank|gpu|gpu_id|gpu_idx|gpu_index|device_id|device_idx|device_index|dev_id|cuda_device)$",
+    re.IGNORECASE,
+)
+_STRING_PREFIX = re.compile(r"^([rRuU]?)(['\"])cuda")
+_NVCC_FLAGS = ("-gencode", "--generate-code", "-arch=sm_", "--gpu-architecture")
+
+
+def arg_of(call: ast.Call, index: int, keyword: str) -> tuple[ast.AST | None, int | str]:
+    """The argument at ``index`` or named ``keyword``, and how to address it for ``drop``."""
+    if len(call.args) > index and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+        return call.args[index], index
+    for kw in call.keywords:
+        if kw.arg == keyword:
+            return kw.value, keyword
+    return None, keyword
+
+
+class DeviceChecks(Reporter):
+    """Mixin of the scanner: checks on values in device, backend and environment positions."""
+
+    # ---- device strings
+    def device_value(self, node: ast.AST | None, allow_int: bool = False, string_typed: bool = False) -> None:
+        """Report ``node`` if it names a CUDA device where a device is expected.
+
+        ``string_typed``: the value is stored or compared as a string (an assignment, a
+        default, a dict value), so its rewrite must stay a string.
+        """
+        if node is None or id(node) in self.done:
+            return
+        if isinstance(node, ast.IfExp):
+            self.device_value(node.body, allow_int, string_typed)
+            self.device_value(node.orelse, allow_int, string_typed)
+            return
+        value = str_value(node)
+        if value is not None:
+            match = _CUDA_DEVICE.match(value)
+            if match is None:
+                return
+            self.done.add(id(node))
+            index = match.group(1)
+            if string_typed:
+                text = "accel.device_type()" if index is None else f"str(accel.device({index}))"
+            else:
+                text = "accel.device()" if index is None else f"accel.device({index})"
+            self.report(node, "ACC101", None, "replace", text, suggestion=text)
+            return
+        if self.runtime_string(node, string_typed):
+            return
+        if allow_int:
+            if isinstance(node, ast.Constant) and type(node.value) is int:
+                text = f"accel.device({node.value})"
+                self.report(node, "ACC104", None, "replace", text, suggestion=text)
+            elif isinstance(node, (ast.Name, ast.Attribute)) and RANK_NAME.match(last_name(node) or ""):
+                self.report(node, "ACC104", None, "wrap_device", suggestion=f"accel.device({last_name(node)})")
+
+    def runtime_string(self, node: ast.AST, string_typed: bool = True) -> bool:
+        """``f"cuda:{i}"``, ``"cuda:{}".format(i)``, ``"cuda:%d" % i``, ``"cuda:" + str(i)``.
+
+        Returns whether ``node`` was one.  In a device position (``string_typed`` false) the
+        simple shapes become ``accel.device(i)``; elsewhere the leading ``cuda`` becomes
+        ``accel.device_type()`` and the value stays a string.
+        """
+        if id(node) in self.done:
+            return True
+        literal: ast.AST | None = None
+        simple_kind = None
+        if isinstance(node, ast.JoinedStr):
+            head = str_value(node.values[0]) if node.values else None
+            if head is None or not head.startswith("cuda:"):
+                return False
+            values = node.values
+            if (
+                head == "cuda:"
+                and len(values) == 2
+                and isinstance(values[1], ast.FormattedValue)
+                and values[1].conversion == -1
+                and values[1].format_spec is None
+            ):
+                simple_kind = "device_from_fstring"
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+            left = str_value(node.left)
+            if left is None or not (left == "cuda" or left.startswith("cuda:")):
+                return False
+            literal = node.left
+            right = node.right
+            if (
+                isinstance(node.op, ast.Add)
+                and left == "cuda:"
+                and isinstance(right, ast.Call)
+                and last_name(right.func) == "str"
+                and len(right.args) == 1
+            ):
+                simple_kind = "device_from_concat"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+            fmt = str_value(node.func.value)
+            if fmt is None or not fmt.startswith("cuda:"):
+                return False
+            literal = node.func.value
+            if fmt == "cuda:{}" and len(node.args) == 1 and not node.keywords:
+                simple_kind = "device_from_format"
+        else:
+            return False
+        self.done.add(id(node))
+        if not string_typed and simple_kind is not None:
+            self.report(node, "ACC103", None, simple_kind)
+            return True
+        # Keep a string: rewrite only the leading "cuda" of the literal.
+        if isinstance(node, ast.JoinedStr):
+            segment = self.segment(node) or ""
+            match = re.match(r"^([fFrR]{1,2})(['\"]{1,3})cuda", segment)
+            if match is None:
+                self.report(node, "ACC103", "f-string")
+                return True
+            text = match.group(0)[:-4] + "{accel.device_type()}" + segment[match.end() :]
+            self.report(node, "ACC103", None, "replace", text, suggestion="f\"{accel.device_type()}:...\"")
+            return True
+        assert literal is not None
+        segment = self.segment(literal) or ""
+        match = _STRING_PREFIX.match(segment)
+        if match is None or "\n" in segment:
+            self.report(node, "ACC103", "string built at run time")
+            return True
+        rest = match.group(1) + match.group(2) + segment[match.end() :]
+        empty = rest[len(match.group(1)) :] in ('""', "''")
+        text = "accel.device_type()" if empty else f"(accel.device_type() + {rest})"
+        self.report(node, "ACC103", None, "replace", text, fix_node=literal, suggestion="accel.device_type() + ...")
+        return True
+
+    def torch_device(self, node: ast.Call) -> None:
+        dev, where = arg_of(node, 0, "type")
+        value = str_value(dev)
+        if value is None:
+            if isinstance(dev, ast.Constant) and type(dev.value) is int or (
+                isinstance(dev, (ast.Name, ast.Attribute)) and RANK_NAME.match(last_name(dev) or "")
+            ):
+                if len(node.args) == 1 and not node.keywords:
+                    # torch.device(0) / torch.device(local_rank) mean a CUDA device
+                    inner = self.segment(dev)
+                    self.report(node, "ACC104", None, "replace", f"accel.device({inner})", suggestion=f"accel.device({inner})")
+                return
+            before = len(self.findings)
+            self.device_value(dev)
+            if len(node.args) == 1 and not node.keywords:
+                # torch.device(f"cuda:{i}") becomes accel.device(i), not torch.device(accel.device(i))
+                for i in range(before, len(self.findings)):
+                    found = self.findings[i]
+                    if found.fix is not None and found.fix.kind.startswith("device_from_"):
+                        wrapped = Fix(found.fix.kind, *self.span(node))
+                        self.findings[i] = dataclasses.replace(found, fix=wrapped)
+            return
+        match = _CUDA_DEVICE.match(value)
+        if match is None:
+            return
+        assert dev is not None
+        self.done.add(id(dev))
+        index, _ = arg_of(node, 1, "index")
+        if index is not None and value == "cuda":
+            self.report(node, "ACC102", None, "rename_call", "accel.device", drop=where)
+        elif index is None:
+            text = "accel.device()" if match.group(1) is None else f"accel.device({match.group(1)})"
+            self.report(node, "ACC101", None, "replace", text, suggestion=text)
+        else:
+            self.report(node, "ACC102", "index given twice")
+
+    # ---- process-group backends
+    def backend_value(self, node: ast.AST | None) -> None:
+        if isinstance(node, ast.IfExp):
+            self.backend_value(node.body)
+            self.backend_value(node.orelse)
+            return
+        value = str_value(node)
+        if node is None or value is None or "nccl" not in value or id(node) in self.done:
+            return
+        self.done.add(id(node))
+        if value == "nccl":
+            self.report(node, "ACC171", None, "replace", "accel.dist_backend()")
+        else:
+            self.report(node, "ACC171", "backend string names nccl alongside others")
+
+    def device_ids(self, call: ast.Call, node: ast.AST, qualname: str | None) -> None:
+        """``device_ids=[rank]`` outside DDP (``dist.barrier``): names a CUDA device."""
+        if (qualname or "").endswith("DistributedDataParallel") or last_name(call.func) in ("DistributedDataParallel", "DDP"):
+            return  # DDP takes the ids of any accelerator: already generic
+        if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
+            first = node.elts[0]
+            if (isinstance(first, ast.Constant) and type(first.value) is int) or RANK_NAME.match(last_name(first) or ""):
+                self.report(node, "ACC104", "device_ids name CUDA devices outside DDP; pass them only where accel.device_type() needs them")
+
+    # ---- strings anywhere
+    def constant(self, node: ast.Constant) -> None:
+        """Strings that are coupling wherever they stand: ``"nccl"``, nvidia-smi, nvcc flags."""
+        value = node.value
+        if not isinstance(value, str) or id(node) in self.done:
+            return
+        if value == "nccl":
+            self.backend_value(node)
+        elif value.startswith("nvidia-smi"):
+            self.report(node, "ACC206", "runs nvidia-smi", suggestion="query accel.device_name() / accel.mem_get_info() instead")
+        elif value == "TORCH_CUDA_ARCH_LIST" or value.startswith(_NVCC_FLAGS):
+            self.report(node, "ACC201", f"CUDA build setting {value.split()[0]!r}", suggestion="CUDA kernels must be built per backend")
+
+    # ---- environment and extensions
+    def env_name(self, node: ast.AST) -> None:
+        name = str_value(node)
+        if name is None or id(node) in self.done:
+            return
+        self.done.add(id(node))
+        if name == "CUDA_VISIBLE_DEVICES":
+            self.report(node, "ACC192", None, "replace", "accel.visible_devices_env()")
+        elif name.startswith(("CUDA_", "NCCL_", "CUDNN_")) or "_CUDA_" in name:
+            self.report(node, "ACC199", name, suggestion="only CUDA reads it; set the selected backend's own variable")
+
+    def cpp_extension(self, node: ast.Call) -> None:
+        for kw in node.keywords:
+            if kw.arg in ("cuda_sources", "with_cuda", "extra_cuda_cflags"):
+                self.report(node, "ACC201", f"{kw.arg}=", suggestion="CUDA kernels must be built per backend")
+                return
+        for sub in ast.walk(node):
+            value = str_value(sub)
+            if value is not None and value.endswith((".cu", ".cuh")):
+                self.report(node, "ACC201", f"CUDA source {value}", suggestion="CUDA kernels must be built per backend")
+                return

@@ -1,0 +1,154 @@
+"""How well do `accel scan` / `accel port` do on real third-party training code?
+
+Not a test: prints figures.  Needs the git-ignored cache of real files (build it with
+``python benchmarks/realcode/build_cache.py``; without it this prints how and exits 0).
+
+Scores against hand annotations (``benchmarks/realcode/annotations.tsv``): every coupling
+site of the listed files (file, line, category, portable, expected rewrite) and a set of
+look-alike lines that must not be reported.
+
+Prints:
+- recall: annotated sites with a finding on their line;
+- false alarms: findings on any line not annotated as a site, and that count per 200
+  look-alike lines;
+- portable agreement: sites annotated portable that ``accel port`` rewrites, and
+  manual ones it reports as needing a person;
+- files that no longer parse after ``accel port`` (and files port refused);
+- with ``--run``: the end-to-end runs of :mod:`realcode.e2e` (original on CPU vs ported on
+  emulated neuron, printed losses compared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from realcode.build_cache import CACHE, sources  # noqa: E402
+
+from accel_abstraction.porting.codemod import port_source  # noqa: E402
+from accel_abstraction.porting.runner import read_source  # noqa: E402
+from accel_abstraction.porting.scanner import scan_source  # noqa: E402
+
+ANNOTATIONS = HERE / "realcode" / "annotations.tsv"
+
+
+@dataclass(frozen=True)
+class Site:
+    file: str
+    line: int
+    category: str
+    portable: bool
+    expected: str
+
+
+def load_annotations() -> tuple[list[Site], dict[str, set[int]]]:
+    sites: list[Site] = []
+    lookalikes: dict[str, set[int]] = {}
+    for row in ANNOTATIONS.read_text(encoding="utf-8").splitlines():
+        if not row.strip() or row.startswith("#"):
+            continue
+        file, line, category, portable, expected = (row.split("\t") + [""])[:5]
+        if category == "lookalike":
+            lookalikes.setdefault(file, set()).add(int(line))
+        else:
+            sites.append(Site(file, int(line), category, portable == "yes", expected))
+    return sites, lookalikes
+
+
+def score(verbose: bool) -> int:
+    srcs = sources()
+    if not all(s.cached.exists() for s in srcs):
+        print(f"realcode cache missing under {CACHE}: run python benchmarks/realcode/build_cache.py")
+        return 0
+    sites, lookalikes = load_annotations()
+    by_file: dict[str, list[Site]] = {}
+    for site in sites:
+        by_file.setdefault(site.file, []).append(site)
+    found = hit_portable = want_portable = hit_manual = want_manual = 0
+    missed: list[str] = []
+    alarms: list[str] = []
+    alarms_on_lookalikes = 0
+    parse_ok = refused = 0
+    misses_by_cat: Counter[str] = Counter()
+    lines_total = 0
+    for src in srcs:
+        text, _ = read_source(src.cached)
+        lines_total += text.count("\n")
+        result = scan_source(text, src.key)
+        if result.error:
+            print(f"  scan error: {result.error}")
+        annotated = {s.line: s for s in by_file.get(src.key, [])}
+        # A finding counts on the annotated line inside its span (multi-line calls), else on its first line.
+        on_line: dict[int, list[object]] = {}
+        for f in result.findings:
+            inside = [n for n in range(f.line, f.end_line + 1) if n in annotated]
+            on_line.setdefault(inside[0] if inside else f.line, []).append(f)
+        for line, site in annotated.items():
+            hits = on_line.get(line, [])
+            if hits:
+                found += 1
+            else:
+                missed.append(f"{src.key}:{line} {site.category}")
+                misses_by_cat[site.category] += 1
+            if site.portable:
+                want_portable += 1
+                hit_portable += any(getattr(f, "portable", False) for f in hits)
+            else:
+                want_manual += 1
+                hit_manual += any(not getattr(f, "portable", True) for f in hits)
+        for line, hits in sorted(on_line.items()):
+            if line not in annotated:
+                codes = ",".join(sorted({getattr(f, "code", "?") for f in hits}))
+                alarms.append(f"{src.key}:{line} {codes}")
+                alarms_on_lookalikes += line in lookalikes.get(src.key, set())
+        ported = port_source(text, src.key)
+        if ported.error:
+            refused += 1
+            print(f"  port refused: {ported.error}")
+        try:
+            ast.parse(ported.output)
+            parse_ok += 1
+        except SyntaxError as exc:
+            print(f"  does not parse after port: {src.key}: {exc}")
+    n_look = sum(len(v) for v in lookalikes.values())
+    repos = len({s.repo for s in srcs})
+    print(f"real code: {len(srcs)} files from {repos} repositories, {lines_total} lines; "
+          f"{len(sites)} annotated sites, {n_look} annotated look-alike lines")
+    print(f"recall: {found}/{len(sites)} = {found / len(sites):.1%}")
+    print(f"false alarms: {len(alarms)} ({alarms_on_lookalikes} on annotated look-alikes); "
+          f"{200 * len(alarms) / n_look:.2f} per 200 look-alike lines")
+    print(f"portable sites rewritten-capable: {hit_portable}/{want_portable}; "
+          f"manual sites reported as needing a person: {hit_manual}/{want_manual}")
+    print(f"parse after port: {parse_ok}/{len(srcs)} files ({refused} refused by port, left unchanged)")
+    if misses_by_cat:
+        print("missed by category: " + ", ".join(f"{c} {n}" for c, n in misses_by_cat.most_common()))
+    if verbose:
+        for m in missed:
+            print(f"  missed {m}")
+        for a in alarms:
+            print(f"  false alarm {a}")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="list every miss and false alarm")
+    parser.add_argument("--run", action="store_true", help="also run the end-to-end scripts (minutes)")
+    args = parser.parse_args()
+    code = score(args.verbose)
+    if args.run:
+        from realcode.e2e import run_all
+
+        code |= run_all()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
