@@ -96,9 +96,6 @@ def install(devices: int | None = None, source: str = "") -> None:
         from . import registration
 
         registration.register(devices, source or f"install(devices={devices})")
-        from . import storage_resize
-
-        storage_resize.install()
         from .autograd_threads import run_backward_in_caller_thread
 
         run_backward_in_caller_thread()
