@@ -114,10 +114,7 @@ def _replay(model: nn.Module, shards: list[tuple[torch.Tensor, torch.Tensor]], s
             _loss(work(x.to(cast) if cast else x), y).backward()
             grads.append([p.grad.float() for p in work.parameters()])
         for p, *gs in zip(model.parameters(), *grads, strict=True):
-            total = gs[0]
-            for g in gs[1:]:
-                total = total + g
-            p.grad = total / len(gs)
+            p.grad = sum(gs[1:], gs[0]) / len(gs)  # g0 + g1 + ..., left to right
         opt.step()
     return model
 
@@ -200,10 +197,7 @@ def ddp_no_sync(device: torch.device, mesh: DeviceMesh, rank: int) -> dict[str, 
             (_loss(ref(xs[half:]), ys[half:]) / 2).backward()
             per_rank.append([p.grad / world for p in ref.parameters()])
         for p, *gs in zip(ref.parameters(), *per_rank, strict=True):
-            total = gs[0]
-            for g in gs[1:]:
-                total = total + g
-            p.grad = total
+            p.grad = sum(gs[1:], gs[0])
         ref_opt.step()
     return _compare(model.module, ref)
 
