@@ -15,14 +15,14 @@ from collections.abc import Sequence
 
 from .commands import CommandSpec, collect_commands
 from .errors import PLUGIN_ATTR, AccelError
-from .plugins import get_plugin_manager
+from .plugins import get_host
 
 __all__ = ["available_commands", "build_parser", "main", "print_error"]
 
 
 def available_commands() -> dict[str, CommandSpec]:
     """Name -> spec of every subcommand: the built-in ones and those plugins register."""
-    return collect_commands(get_plugin_manager())
+    return collect_commands(get_host())
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

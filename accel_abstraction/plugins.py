@@ -195,7 +195,6 @@ class PluginHost:
         collected: list[tuple[str, Any]] = []
         for impl in reversed(hook.get_hookimpls()):
             name = self.pm.get_name(impl.plugin) or ""
-            record = self.records.setdefault(name, PluginRecord(name, "(registered in code)"))
             items: list[Any] = []
             available = {**kwargs, "register": items.append}
             try:
@@ -204,6 +203,7 @@ class PluginHost:
                     check(item)
             except Exception as exc:  # one plugin's junk must not disable the tool for the others
                 what = "registered an invalid item" if isinstance(exc, PluginError) else "raised"
+                record = self.records.setdefault(name, PluginRecord(name, "(registered in code)"))
                 self._fail(record, f"{hook_name} {what}: {type(exc).__name__}: {exc}", unload=False)
                 continue
             collected.extend((name, item) for item in items)
