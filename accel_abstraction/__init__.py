@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._lazy import lazy_getattr
+from .scaler_defaults import SCALER
 
 if TYPE_CHECKING:
     import torch
@@ -45,6 +46,17 @@ def _b() -> Backend:
     from .runtime import current
 
     return current()
+
+
+def _bound(name: str) -> Callable[..., Any]:
+    """What ``accel.<name>`` is bound to once a backend is selected (selecting it first).
+
+    The functions below call through it, so a reference taken before selection
+    (``from accel_abstraction import synchronize``) behaves exactly like the bound one.
+    """
+    backend = _b()
+    fn = globals()[name]
+    return getattr(backend, name) if fn is _STUBS.get(name) else fn
 
 
 # --------------------------------------------------------------------------- selection
@@ -85,12 +97,12 @@ def device_type() -> str:
 
 def is_available() -> bool:
     """True if the selected backend can run (always, once selection succeeded)."""
-    return _b().is_available()
+    return _bound("is_available")()
 
 
 def capabilities() -> Capabilities:
     """What the selected backend supports; unsupported features raise ``CapabilityError``."""
-    return _b().capabilities()
+    return _bound("capabilities")()
 
 
 # --------------------------------------------------------------------------- devices
@@ -98,27 +110,27 @@ def capabilities() -> Capabilities:
 
 def device_count() -> int:
     """Number of devices of the selected backend visible to this process."""
-    return _b().device_count()
+    return _bound("device_count")()
 
 
 def current_device() -> int:
     """Index of the current device."""
-    return _b().current_device()
+    return _bound("current_device")()
 
 
 def set_device(device: DeviceLike) -> None:
     """Make ``device`` the current device."""
-    _b().set_device(device)
+    _bound("set_device")(device)
 
 
 def device(index: DeviceLike = None) -> torch.device:
     """The ``torch.device`` to put tensors on (``index`` given: that device). Cached objects."""
-    return _b().device(index)
+    return _bound("device")(index)
 
 
 def device_name(device: DeviceLike = None) -> str:
     """Human-readable name of the device."""
-    return _b().device_name(device)
+    return _bound("device_name")(device)
 
 
 # --------------------------------------------------------------------------- execution
@@ -126,27 +138,27 @@ def device_name(device: DeviceLike = None) -> str:
 
 def synchronize(device: DeviceLike = None) -> None:
     """Wait until all work queued on ``device`` has finished."""
-    _b().synchronize(device)
+    _bound("synchronize")(device)
 
 
 def current_stream(device: DeviceLike = None) -> Any:
     """The current stream (``CapabilityError`` where the backend has no streams)."""
-    return _b().current_stream(device)
+    return _bound("current_stream")(device)
 
 
 def stream(s: Any) -> contextlib.AbstractContextManager[Any]:
     """Context manager that queues work on stream ``s``."""
-    return _b().stream(s)
+    return _bound("stream")(s)
 
 
 def Stream(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 - mirrors torch.cuda.Stream
     """A new stream of the selected backend (``CapabilityError`` where it has none)."""
-    return _b().Stream(*args, **kwargs)
+    return _bound("Stream")(*args, **kwargs)
 
 
 def Event(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 - mirrors torch.cuda.Event
     """A new event of the selected backend (``CapabilityError`` where it has none)."""
-    return _b().Event(*args, **kwargs)
+    return _bound("Event")(*args, **kwargs)
 
 
 # --------------------------------------------------------------------------- memory
@@ -154,90 +166,90 @@ def Event(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 - mirrors torch.cuda.
 
 def memory_allocated(device: DeviceLike = None) -> int:
     """Bytes occupied by tensors on ``device``."""
-    return _b().memory_allocated(device)
+    return _bound("memory_allocated")(device)
 
 
 def max_memory_allocated(device: DeviceLike = None) -> int:
     """Peak bytes occupied by tensors since start or :func:`reset_peak_memory_stats`."""
-    return _b().max_memory_allocated(device)
+    return _bound("max_memory_allocated")(device)
 
 
 def memory_reserved(device: DeviceLike = None) -> int:
     """Bytes held by the backend's caching allocator."""
-    return _b().memory_reserved(device)
+    return _bound("memory_reserved")(device)
 
 
 def max_memory_reserved(device: DeviceLike = None) -> int:
     """Peak of :func:`memory_reserved`."""
-    return _b().max_memory_reserved(device)
+    return _bound("max_memory_reserved")(device)
 
 
 def reset_peak_memory_stats(device: DeviceLike = None) -> None:
     """Reset the peaks of ``max_memory_*``."""
-    _b().reset_peak_memory_stats(device)
+    _bound("reset_peak_memory_stats")(device)
 
 
 def empty_cache() -> None:
     """Release cached unoccupied memory."""
-    _b().empty_cache()
+    _bound("empty_cache")()
 
 
 def memory_stats(device: DeviceLike = None) -> dict[str, Any]:
     """The allocator's statistics (backend-specific keys)."""
-    return _b().memory_stats(device)
+    return _bound("memory_stats")(device)
 
 
 def mem_get_info(device: DeviceLike = None) -> tuple[int, int]:
     """``(free, total)`` bytes of device memory."""
-    return _b().mem_get_info(device)
+    return _bound("mem_get_info")(device)
 
 
 # --------------------------------------------------------------------------- RNG
 
 
-def manual_seed(seed: int) -> Any:
-    """Seed the CPU generator and the current device's generator."""
-    return _b().manual_seed(seed)
+def manual_seed(seed: int) -> None:
+    """Seed the CPU generator and the current device's generator (``ArgumentTypeError`` unless an integer)."""
+    _bound("manual_seed")(seed)
 
 
 def manual_seed_all(seed: int) -> None:
     """Seed the CPU generator and every device's generator of the selected backend."""
-    _b().manual_seed_all(seed)
+    _bound("manual_seed_all")(seed)
 
 
 def seed() -> int:
     """Seed CPU and devices non-deterministically; return the seed."""
-    return _b().seed()
+    return _bound("seed")()
 
 
 def initial_seed() -> int:
     """The current device generator's seed."""
-    return _b().initial_seed()
+    return _bound("initial_seed")()
 
 
 def get_rng_state(device: DeviceLike = None) -> torch.Tensor:
     """The device generator state (a ``ByteTensor``)."""
-    return _b().get_rng_state(device)
+    return _bound("get_rng_state")(device)
 
 
 def set_rng_state(state: torch.Tensor, device: DeviceLike = None) -> None:
     """Restore a state from :func:`get_rng_state`."""
-    _b().set_rng_state(state, device)
+    _bound("set_rng_state")(state, device)
 
 
 def get_rng_state_all() -> list[torch.Tensor]:
     """States of every device's generator."""
-    return _b().get_rng_state_all()
+    return _bound("get_rng_state_all")()
 
 
 def set_rng_state_all(states: Sequence[torch.Tensor]) -> None:
     """Restore the states from :func:`get_rng_state_all`."""
-    _b().set_rng_state_all(states)
+    _bound("set_rng_state_all")(states)
 
 
 def fork_rng(devices: Sequence[DeviceLike] | None = None, enabled: bool = True) -> contextlib.AbstractContextManager[None]:
     """Context manager restoring CPU and device RNG states when the block exits."""
-    return _b().fork_rng(devices, enabled)
+    return _bound("fork_rng")(devices, enabled)
 
 
 # --------------------------------------------------------------------------- AMP
@@ -245,33 +257,33 @@ def fork_rng(devices: Sequence[DeviceLike] | None = None, enabled: bool = True) 
 
 def autocast(dtype: torch.dtype | None = None, enabled: bool = True, cache_enabled: bool | None = None) -> Any:
     """``torch.autocast`` for the selected device with the backend's right default dtype."""
-    return _b().autocast(dtype, enabled, cache_enabled)
+    return _bound("autocast")(dtype, enabled, cache_enabled)
 
 
 def GradScaler(  # noqa: N802 - mirrors torch.amp.GradScaler
-    init_scale: float = 2.0**16,
-    growth_factor: float = 2.0,
-    backoff_factor: float = 0.5,
-    growth_interval: int = 2000,
+    init_scale: float = SCALER.init_scale,
+    growth_factor: float = SCALER.growth_factor,
+    backoff_factor: float = SCALER.backoff_factor,
+    growth_interval: int = SCALER.growth_interval,
     enabled: bool | None = None,
 ) -> torch.amp.GradScaler:
     """A ``torch.amp.GradScaler`` on the selected device; disabled unless the AMP dtype is float16."""
-    return _b().GradScaler(init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+    return _bound("GradScaler")(init_scale, growth_factor, backoff_factor, growth_interval, enabled)
 
 
 def is_bf16_supported() -> bool:
     """True if the selected device computes in bfloat16."""
-    return _b().is_bf16_supported()
+    return _bound("is_bf16_supported")()
 
 
 def is_fp16_supported() -> bool:
     """True if the selected device computes in float16."""
-    return _b().is_fp16_supported()
+    return _bound("is_fp16_supported")()
 
 
 def supported_dtypes() -> list[torch.dtype]:
     """Dtypes autocast can use on the selected device."""
-    return _b().supported_dtypes()
+    return _bound("supported_dtypes")()
 
 
 # --------------------------------------------------------------------------- numerics
@@ -279,17 +291,17 @@ def supported_dtypes() -> list[torch.dtype]:
 
 def set_deterministic(flag: bool, warn_only: bool = False) -> None:
     """Use deterministic algorithms only (and the backend's own determinism knobs)."""
-    _b().set_deterministic(flag, warn_only)
+    _bound("set_deterministic")(flag, warn_only)
 
 
 def set_benchmark(flag: bool) -> None:
     """Let the backend auto-tune kernels (cuDNN benchmark on CUDA; a declared no-op elsewhere)."""
-    _b().set_benchmark(flag)
+    _bound("set_benchmark")(flag)
 
 
 def set_allow_tf32(flag: bool) -> None:
     """Allow TF32 math where the backend has it (a declared no-op elsewhere)."""
-    _b().set_allow_tf32(flag)
+    _bound("set_allow_tf32")(flag)
 
 
 # --------------------------------------------------------------------------- distributed and data
@@ -297,22 +309,22 @@ def set_allow_tf32(flag: bool) -> None:
 
 def dist_backend() -> str:
     """The ``torch.distributed`` backend for the selected device (``gloo``, ``nccl``, ``neuron``, ``xla``)."""
-    return _b().dist_backend()
+    return _bound("dist_backend")()
 
 
 def visible_devices_env() -> str:
     """The variable restricting visible devices (``CUDA_VISIBLE_DEVICES``, ``NEURON_RT_VISIBLE_CORES``)."""
-    return _b().visible_devices_env()
+    return _bound("visible_devices_env")()
 
 
 def pin_memory(tensor: torch.Tensor) -> torch.Tensor:
     """A page-locked copy of a CPU tensor (``CapabilityError`` where unsupported)."""
-    return _b().pin_memory(tensor)
+    return _bound("pin_memory")(tensor)
 
 
 def pin_memory_device() -> str:
     """The device type a DataLoader should pin memory for."""
-    return _b().pin_memory_device()
+    return _bound("pin_memory_device")()
 
 
 # The lazy versions above, kept so that runtime.reset() can restore them.
@@ -333,6 +345,8 @@ _LAZY: dict[str, str] = {
     "Availability": "features",
     "hookimpl": "hookspecs",
     "AccelError": "errors",
+    "ArgumentTypeError": "errors",
+    "ArgumentValueError": "errors",
     "BackendUnavailableError": "errors",
     "CapabilityError": "errors",
     "ConfigError": "errors",

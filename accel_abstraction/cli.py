@@ -14,15 +14,15 @@ import traceback
 from collections.abc import Sequence
 
 from .commands import CommandSpec, collect_commands
-from .errors import AccelError
-from .plugins import get_plugin_manager
+from .errors import PLUGIN_ATTR, AccelError
+from .plugins import get_host
 
 __all__ = ["available_commands", "build_parser", "main", "print_error"]
 
 
 def available_commands() -> dict[str, CommandSpec]:
     """Name -> spec of every subcommand: the built-in ones and those plugins register."""
-    return collect_commands(get_plugin_manager())
+    return collect_commands(get_host())
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -72,6 +72,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except AccelError as exc:
         return print_error(exc, args.traceback)
+    except Exception as exc:
+        plugin = getattr(exc, PLUGIN_ATTR, None)
+        if plugin is None:
+            raise
+        if args.traceback:
+            traceback.print_exception(exc)
+        first = (str(exc).splitlines() or [""])[0]
+        print(f"accel: error: plugin {plugin!r} raised {type(exc).__name__}: {first}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

@@ -27,10 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .errors import PluginError
 from .hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    import pluggy
+    from .plugins import PluginHost
 
 __all__ = ["BUILTIN_PLUGIN_NAME", "CommandSpec", "accel_register_commands", "collect_commands"]
 
@@ -74,46 +75,32 @@ def accel_register_commands(register: Callable[[CommandSpec], None]) -> None:
         register(spec)
 
 
-def collect_commands(pm: pluggy.PluginManager) -> dict[str, CommandSpec]:
+def collect_commands(host: PluginHost) -> dict[str, CommandSpec]:
     """Every plugin's commands, name -> spec; the built-ins first.
 
-    Each plugin's hook runs on its own: one that raises, registers something that is not a
-    :class:`CommandSpec`, or takes a name already taken is skipped with a warning naming it,
-    and the other commands stay usable.
+    Collected plugin by plugin (:meth:`PluginHost.collect`): a plugin whose hook raises or
+    registers something that is not a :class:`CommandSpec` contributes nothing, one that takes
+    a name already taken loses that name; each with a warning naming it, and the other
+    commands stay usable.
     """
+
+    def check(item: object) -> None:
+        if not isinstance(item, CommandSpec):
+            raise PluginError(f"register() takes an accel_abstraction.commands.CommandSpec, got {item!r}")
+
+    pairs = host.collect("accel_register_commands", check)
+    pairs.sort(key=lambda pair: pair[0] != BUILTIN_PLUGIN_NAME)  # stable: built-ins first
     commands: dict[str, CommandSpec] = {}
     owners: dict[str, str] = {}
-    impls = pm.hook.accel_register_commands.get_hookimpls()
-    impls.sort(key=lambda impl: pm.get_name(impl.plugin) != BUILTIN_PLUGIN_NAME)
-    for impl in impls:
-        plugin = pm.get_name(impl.plugin) or repr(impl.plugin)
-        added: list[object] = []
-        try:
-            impl.function(*[{"register": added.append}[arg] for arg in impl.argnames])
-        except Exception as exc:  # a broken plugin must not take the CLI down
+    for plugin, spec in pairs:
+        if spec.name in commands:
             warnings.warn(
-                f"accel plugin {plugin!r}: accel_register_commands raised {type(exc).__name__}: {exc}; "
-                "its commands are not available",
+                f"accel plugin {plugin!r} registers command {spec.name!r}, which {owners[spec.name]!r} "
+                "already provides: ignored",
                 RuntimeWarning,
                 stacklevel=2,
             )
             continue
-        for spec in added:
-            if not isinstance(spec, CommandSpec):
-                warnings.warn(
-                    f"accel plugin {plugin!r} registered {spec!r}; register() takes an "
-                    "accel_abstraction.commands.CommandSpec: ignored",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-            elif spec.name in commands:
-                warnings.warn(
-                    f"accel plugin {plugin!r} registers command {spec.name!r}, which {owners[spec.name]!r} "
-                    "already provides: ignored",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-            else:
-                commands[spec.name] = spec
-                owners[spec.name] = plugin
+        commands[spec.name] = spec
+        owners[spec.name] = plugin
     return commands

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 
 __all__ = [
     "AccelError",
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "BackendUnavailableError",
     "CapabilityError",
     "ConfigError",
@@ -19,8 +21,14 @@ __all__ = [
     "MissingDependencyError",
     "PluginError",
     "UnknownBackendError",
+    "PLUGIN_ATTR",
     "did_you_mean",
 ]
+
+
+#: Attribute set on an exception that a plugin's hook raised through the library (the
+#: plugin's name): it propagates unchanged, and a CLI prints one line naming the plugin.
+PLUGIN_ATTR = "accel_plugin"
 
 
 def did_you_mean(value: str, choices: Iterable[str]) -> str:
@@ -33,6 +41,15 @@ def did_you_mean(value: str, choices: Iterable[str]) -> str:
 
 class AccelError(Exception):
     """Base class of every error accel-abstraction raises on purpose."""
+
+
+class ArgumentTypeError(AccelError, TypeError):
+    """A public function got an argument of the wrong type. The message says what it expected."""
+
+
+class ArgumentValueError(AccelError, ValueError):
+    """A public function got an argument of the right type but an unusable value (an autocast dtype the
+    backend cannot use, say). The message lists the accepted values."""
 
 
 class MissingDependencyError(AccelError, ImportError):
@@ -79,6 +96,7 @@ class CapabilityError(AccelError, NotImplementedError):
         super().__init__(msg)
         self.backend = backend
         self.feature = feature
+        self.reason = reason
 
 
 class DeviceIndexError(AccelError, IndexError):

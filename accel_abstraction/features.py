@@ -39,6 +39,11 @@ class Capabilities:
     Boolean fields are the features the public API knows about; ``extras`` holds
     backend-specific ones (for example ``{"mark_step": True}``), queried by name through
     :meth:`supports` just like the built-in ones.
+
+    ``memory_source`` says what the memory statistics measure where ``memory_stats`` is
+    true: ``"allocator"`` (bytes held by the device's tensor allocator, as ``torch.cuda``
+    reports them) or ``"process"`` (the process's resident set size and its peak: the cpu
+    backend, whose allocator keeps no statistics).
     """
 
     streams: bool = False
@@ -55,6 +60,7 @@ class Capabilities:
     distributed: bool = True
     visible_devices: bool = False
     compile_backend: str | None = "inductor"
+    memory_source: str = "allocator"
     extras: Mapping[str, bool] = field(default_factory=dict)
 
     def supports(self, feature: str) -> bool:
@@ -79,4 +85,4 @@ class Capabilities:
 
 
 #: The boolean feature fields of :class:`Capabilities`, in declaration order.
-_FLAGS: tuple[str, ...] = tuple(f.name for f in fields(Capabilities) if f.name not in ("extras", "compile_backend"))
+_FLAGS: tuple[str, ...] = tuple(f.name for f in fields(Capabilities) if f.type == "bool")

@@ -52,8 +52,10 @@ def accel_register_backends(register: Callable[[BackendSpec], None]) -> None:
     called separately: if it raises, that plugin is marked failed (its traceback is shown
     by ``accel info``) and the other plugins' backends are still registered.
 
-    Registering a backend name (or alias) that another plugin already registered raises
-    :class:`~accel_abstraction.errors.PluginError` naming both distributions.
+    A plugin's backends are registered all together or not at all: registering something
+    that is not a ``BackendSpec``, or a name (or alias) another plugin already registered,
+    marks this plugin failed (the warning and ``accel info`` name both distributions) and
+    leaves the other plugins' backends usable.
 
     Keep this cheap: do not import heavy modules or touch a device here; do that in the
     backend's factory or in ``Backend.activate()``.
@@ -68,7 +70,8 @@ def accel_backend_selected(backend: Backend, settings: CoreSettings) -> None:
     ``accel.use(name)``, and on entering and leaving ``accel.using(name)``), after the
     backend's own ``activate()`` ran. Typical uses: export environment variables a
     runtime reads, install logging, record the choice. Exceptions propagate to the caller
-    of the selection.
+    of the selection unchanged, with the plugin's name in their ``accel_plugin``
+    attribute (and a note), so that the ``accel`` CLI prints one line naming the plugin.
     """
 
 
@@ -97,8 +100,10 @@ def accel_scan_rules(register: Callable[[Any], None]) -> None:
     """Add coupling rules to ``accel scan`` by calling ``register(rule)``.
 
     ``rule`` is an :class:`accel_abstraction.porting.rules.Rule`. Called once per scan
-    run, before any file is read. Rule codes must be unique and stable: they appear in
-    suppression comments and CI configurations.
+    run, before any file is read, plugin by plugin: a plugin that raises or registers
+    something invalid (not a ``Rule``, matching nothing, a code already taken) contributes
+    no rules and a warning names it; the other plugins' rules are used. Rule codes must be
+    unique and stable: they appear in suppression comments and CI configurations.
     """
 
 

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from .errors import AccelError
+from .errors import PLUGIN_ATTR, AccelError
 
 __all__ = ["add_parser", "collect"]
 
@@ -28,13 +28,14 @@ def collect() -> dict[str, Any]:
                 "error": r.error,
                 "traceback": r.traceback,
                 "backends": r.backends,
+                "problems": r.problems,
             }
             for r in host.records.values()
         ],
         "backends": [],
     }
     from .sections import CORE
-    from .selection import build_backend
+    from .selection import build_backend, probe
 
     try:
         settings = CORE.load()
@@ -50,7 +51,7 @@ def collect() -> dict[str, Any]:
             "distribution": entry.distribution,
         }
         try:
-            avail = build_backend(entry, settings).availability()
+            avail = probe(build_backend(entry, settings), entry)
             row.update(available=avail.available, reason=avail.reason, hint=avail.hint)
         except AccelError as exc:
             row.update(available=False, reason=str(exc).splitlines()[0], hint="")
@@ -60,6 +61,15 @@ def collect() -> dict[str, Any]:
     except AccelError as exc:
         report["selected"] = None
         report["selection_error"] = str(exc).splitlines()[0]
+        return report
+    except Exception as exc:
+        plugin = getattr(exc, PLUGIN_ATTR, None)
+        if plugin is None:
+            raise
+        report["selected"] = None
+        report["selection_error"] = (
+            f"plugin {plugin!r} failed in accel_backend_selected: {type(exc).__name__}: {exc}"
+        ).splitlines()[0]
         return report
     backend = sel.backend
     report["selected"] = {
@@ -77,27 +87,64 @@ def collect() -> dict[str, Any]:
     report["capabilities"] = backend.capabilities().as_dict()
     report["amp_dtype"] = str(backend.default_amp_dtype).removeprefix("torch.")
     report["dist_backend"] = backend.dist_backend()
-    rows = list(backend.env_info())
-    for extra in host.pm.hook.accel_env_info(backend=backend):
-        rows.extend(extra or [])
-    report["environment"] = [list(r) for r in rows]
+    rows = [(f"backend {backend.name!r} (env_info)", _rows(backend.env_info()))]
+    rows += _plugin_rows(host, backend)
+    report["environment"] = [[k, v] for _, got in rows if not isinstance(got, str) for k, v in got]
+    report["environment_errors"] = [f"{who}: {got}" for who, got in rows if isinstance(got, str)]
     return report
+
+
+_MEMORY_SOURCES = {
+    "allocator": "allocator (bytes held by the device's tensor allocator)",
+    "process": "process (resident set size of this process and its peak; not only tensors)",
+}
+
+
+def _rows(value: Any) -> list[tuple[str, str]] | str:
+    """``value`` as ``(key, value)`` string rows, or a string saying why it is not a list of pairs."""
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        return f"returned {type(value).__name__} {value!r}, not a list of (key, value) pairs"
+    rows = []
+    for row in value:
+        if not isinstance(row, (list, tuple)) or len(row) != 2:
+            return f"returned the row {row!r}, not a (key, value) pair"
+        rows.append((str(row[0]), str(row[1])))
+    return rows
+
+
+def _plugin_rows(host: Any, backend: Any) -> list[tuple[str, list[tuple[str, str]] | str]]:
+    """Each plugin's ``accel_env_info`` rows, called one by one so one broken plugin stays local."""
+    out: list[tuple[str, list[tuple[str, str]] | str]] = []
+    for impl in reversed(host.pm.hook.accel_env_info.get_hookimpls()):
+        who = f"plugin {host.pm.get_name(impl.plugin)!r} (accel_env_info)"
+        try:
+            value = impl.function(*[{"backend": backend}[arg] for arg in impl.argnames])
+        except Exception as exc:  # diagnostics must not crash the diagnostics command
+            out.append((who, f"raised {type(exc).__name__}: {exc}"))
+            continue
+        out.append((who, _rows(value)))
+    return out
 
 
 def _render(report: dict[str, Any], show_tracebacks: bool) -> None:
     from rich.console import Console
+    from rich.markup import escape as e
     from rich.table import Table
 
+    # Every string that comes from a user, a configuration file or a plugin goes through
+    # escape(): rich would otherwise read "[tool.accel]" in a message as markup and drop it.
     console = Console()
     plugins = Table(title="Plugins", title_justify="left")
     for col in ("plugin", "distribution", "version", "status", "backends / error"):
         plugins.add_column(col)
     for p in report["plugins"]:
         style = {"loaded": "green", "failed": "red", "skipped": "yellow"}[p["status"]]
-        plugins.add_row(
-            p["name"], p["distribution"], p["version"], f"[{style}]{p['status']}[/]",
-            ", ".join(p["backends"]) if p["status"] == "loaded" else p["error"],
-        )
+        detail = ", ".join(p["backends"]) if p["status"] == "loaded" else p["error"]
+        if p.get("problems"):
+            detail = "; ".join([detail, *p["problems"]]) if detail else "; ".join(p["problems"])
+        plugins.add_row(e(p["name"]), e(p["distribution"]), e(p["version"]), f"[{style}]{p['status']}[/]", e(detail))
     console.print(plugins)
 
     backends = Table(title="Backends", title_justify="left")
@@ -106,43 +153,56 @@ def _render(report: dict[str, Any], show_tracebacks: bool) -> None:
     selected = (report.get("selected") or {}).get("name")
     for b in report["backends"]:
         mark = " (selected)" if b["name"] == selected else ""
-        status = "[green]yes[/]" if b["available"] else f"[red]no[/]: {b['reason']}"
-        backends.add_row(b["name"] + mark, str(b["priority"]), b["distribution"], status)
+        status = "[green]yes[/]" if b["available"] else f"[red]no[/]: {e(b['reason'])}"
+        backends.add_row(e(b["name"] + mark), str(b["priority"]), e(b["distribution"]), status)
     console.print(backends)
 
     if report.get("config_error"):
-        console.print(f"[red]configuration error:[/] {report['config_error']}")
+        console.print(f"[red]configuration error:[/] {e(report['config_error'])}")
     sel = report.get("selected")
     if sel is None:
-        console.print(f"[red]no backend selected:[/] {report.get('selection_error', '')}")
+        console.print(f"[red]no backend selected:[/] {e(report.get('selection_error', ''))}")
     else:
         fb = f", fell back from {sel['fell_back_from']!r}" if sel["fell_back_from"] else ""
         console.print(
-            f"Selected: [bold]{sel['name']}[/] (device type {sel['device_type']!r}; "
-            f"requested {sel['requested']!r} by {sel['source']}{fb})"
+            f"Selected: [bold]{e(sel['name'])}[/] "
+            + e(f"(device type {sel['device_type']!r}; requested {sel['requested']!r} by {sel['source']}{fb})")
         )
         details = Table(title="Devices and capabilities", title_justify="left", show_header=False)
         details.add_column("key")
         details.add_column("value")
         for d in report["devices"]:
-            details.add_row(d["device"], d["name"])
+            details.add_row(e(d["device"]), e(d["name"]))
         caps = report["capabilities"]
         supported = [k for k, v in caps.items() if v is True] + [k for k, v in caps["extras"].items() if v]
         missing = [k for k, v in caps.items() if v is False] + [k for k, v in caps["extras"].items() if not v]
         details.add_row("supports", ", ".join(supported) or "-")
         details.add_row("unsupported", ", ".join(missing) or "-")
         details.add_row("compile backend", str(caps["compile_backend"]))
+        if caps.get("memory_stats"):
+            details.add_row("memory statistics", _MEMORY_SOURCES.get(caps["memory_source"], caps["memory_source"]))
         details.add_row("amp dtype", report["amp_dtype"])
         details.add_row("dist backend", report["dist_backend"])
+
+
+        details.add_row("supports", e(", ".join(supported) or "-"))
+        details.add_row("unsupported", e(", ".join(missing) or "-"))
+        details.add_row("compile backend", e(str(caps["compile_backend"])))
+        details.add_row("amp dtype", e(report["amp_dtype"]))
+        details.add_row("dist backend", e(report["dist_backend"]))
         for key, value in report["environment"]:
-            details.add_row(key, value)
+            details.add_row(e(key), e(value))
         console.print(details)
+        for problem in report.get("environment_errors", []):
+            console.print(f"[red]environment rows dropped:[/] {e(problem)}")
     failed = [p for p in report["plugins"] if p["status"] == "failed"]
     for p in failed:
         if show_tracebacks:
-            console.print(f"[red]Traceback of plugin {p['name']!r}:[/]\n{p['traceback']}", markup=True, highlight=False)
+            console.print(f"[red]Traceback of plugin {e(repr(p['name']))}:[/]\n{e(p['traceback'])}", highlight=False)
         else:
-            console.print(f"[red]plugin {p['name']!r} failed[/]: {p['error']} (accel info --tracebacks shows why)")
+            console.print(
+                f"[red]plugin {e(repr(p['name']))} failed[/]: {e(p['error'])} (accel info --tracebacks shows why)"
+            )
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -30,8 +30,10 @@ try:
 except ModuleNotFoundError as _exc:
     raise missing(_exc, "torch", "the accelerator runtime (accel.device(), accel info, the backends)") from None
 
+from .arguments import autocast_dtype_error, check_flag
 from .errors import AccelError, CapabilityError, DeviceIndexError
 from .features import Availability, Capabilities
+from .scaler_defaults import SCALER
 
 if TYPE_CHECKING:
     from .sections import CoreSettings
@@ -352,15 +354,30 @@ class Backend:
     def autocast(
         self, dtype: torch.dtype | None = None, enabled: bool = True, cache_enabled: bool | None = None
     ) -> torch.autocast:
-        """``torch.autocast`` on this backend's device type with the right default dtype."""
-        return _autocast(self.device_type, self._autocast_dtype if dtype is None else dtype, enabled, cache_enabled)
+        """``torch.autocast`` on this backend's device type with the right default dtype.
+
+        An explicit ``dtype`` must be one of :meth:`supported_dtypes` (torch itself would
+        only warn and run without autocast): :class:`~accel_abstraction.errors.ArgumentValueError`
+        otherwise, :class:`~accel_abstraction.errors.ArgumentTypeError` for a non-dtype.
+        """
+        if dtype is None:
+            dtype = self._autocast_dtype
+        elif dtype not in self._autocast_dtypes:
+            raise autocast_dtype_error(self, dtype)
+        if enabled is not True and enabled is not False:
+            check_flag(enabled, "enabled", "autocast")
+        return _autocast(self.device_type, dtype, enabled, cache_enabled)
+
+    @functools.cached_property
+    def _autocast_dtypes(self) -> tuple[torch.dtype, ...]:
+        return tuple(self.supported_dtypes())
 
     def GradScaler(  # noqa: N802 - mirrors torch.amp.GradScaler
         self,
-        init_scale: float = 2.0**16,
-        growth_factor: float = 2.0,
-        backoff_factor: float = 0.5,
-        growth_interval: int = 2000,
+        init_scale: float = SCALER.init_scale,
+        growth_factor: float = SCALER.growth_factor,
+        backoff_factor: float = SCALER.backoff_factor,
+        growth_interval: int = SCALER.growth_interval,
         enabled: bool | None = None,
     ) -> torch.amp.GradScaler:
         """A real ``torch.amp.GradScaler`` on this backend's device.

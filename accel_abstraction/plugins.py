@@ -20,6 +20,7 @@ import os
 import threading
 import traceback
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Literal
@@ -27,7 +28,7 @@ from typing import Any, Literal
 import pluggy
 
 from . import commands, hookspecs
-from .errors import ConfigError, PluginError, did_you_mean
+from .errors import ConfigError, PluginError, UnknownBackendError, did_you_mean
 from .registry import BackendRegistry, BackendSpec
 
 __all__ = ["PluginHost", "PluginRecord", "get_host", "get_plugin_manager", "register_plugin", "reset"]
@@ -49,6 +50,8 @@ class PluginRecord:
     error: str = ""
     traceback: str = ""
     backends: list[str] = field(default_factory=list)
+    #: Hooks of a loaded plugin whose contribution was dropped (junk scan rules, ...), with why.
+    problems: list[str] = field(default_factory=list)
 
 
 class PluginHost:
@@ -103,36 +106,108 @@ class PluginHost:
         except Exception as exc:  # e.g. a hookimpl with a misspelled hook name
             self._fail(record, f"registration failed: {type(exc).__name__}: {exc}")
 
-    def _fail(self, record: PluginRecord, message: str) -> None:
-        record.status = "failed"
-        record.error = message
-        record.traceback = traceback.format_exc()
+    def _fail(self, record: PluginRecord, message: str, unload: bool = True) -> None:
+        """Record and warn about a plugin's failure: fatal to the plugin (``unload``) or to one hook only."""
+        if unload:
+            record.status = "failed"
+            record.error = message
+            record.traceback = traceback.format_exc()
+        else:
+            record.problems.append(message)
+        outcome = "was not loaded" if unload else "was partly ignored"
         warnings.warn(
             f"accel-abstraction plugin {record.name!r} ({record.distribution or 'unknown distribution'}) "
-            f"was not loaded: {message}. Run `accel info --tracebacks` for the traceback.",
+            f"{outcome}: {message}. Run `accel info --tracebacks` for the traceback.",
             RuntimeWarning,
             stacklevel=4,
         )
 
     def _register_backends(self) -> None:
-        """Call each plugin's ``accel_register_backends`` separately, so one failure stays local."""
+        """Call each plugin's ``accel_register_backends`` separately, so one failure stays local.
+
+        A plugin's backends are registered all together or not at all: if it raises,
+        registers something that is not a :class:`BackendSpec`, or claims a name or alias
+        already taken (by an earlier plugin or by itself), the plugin is marked failed
+        and the backends of every other plugin stay usable.
+        """
         for impl in self.pm.hook.accel_register_backends.get_hookimpls():
             record = self.records[self.pm.get_name(impl.plugin) or ""]
-            added: list[BackendSpec] = []
+            added: list[Any] = []
             try:
                 impl.function(*[{"register": added.append}[arg] for arg in impl.argnames])
             except Exception as exc:  # isolate the plugin; its traceback goes to `accel info`
                 self._fail(record, f"accel_register_backends raised {type(exc).__name__}: {exc}")
                 self.pm.unregister(impl.plugin)
                 continue
+            problem = self._check_specs(record, added)
+            if problem:
+                self._fail(record, problem)
+                self.pm.unregister(impl.plugin)
+                continue
             for spec in added:
-                if not isinstance(spec, BackendSpec):
-                    raise PluginError(
-                        f"plugin {record.name!r} ({record.distribution}) registered {spec!r}; "
-                        f"register() takes an accel_abstraction.BackendSpec"
-                    )
                 self.registry.add(spec, record.name, record.distribution)
                 record.backends.append(spec.name)
+
+    def _check_specs(self, record: PluginRecord, specs: list[Any]) -> str:
+        """Why ``specs`` cannot be registered as a whole (``""``: they can)."""
+        origin = f"plugin {record.name!r} ({record.distribution or 'unknown distribution'})"
+        claimed: set[str] = set()
+        for spec in specs:
+            if not isinstance(spec, BackendSpec):
+                return (
+                    f"{origin} registered {spec!r} ({type(spec).__name__}); register() takes an "
+                    "accel_abstraction.BackendSpec"
+                )
+            if not isinstance(spec.name, str) or not spec.name.strip() or not callable(spec.factory):
+                return f"{origin} registered {spec!r}: a BackendSpec needs a non-empty name and a callable factory"
+            if not isinstance(spec.aliases, (tuple, list)) or not all(isinstance(a, str) for a in spec.aliases):
+                return f"{origin} registered {spec.name!r} with aliases {spec.aliases!r}: a tuple of names is needed"
+            if isinstance(spec.priority, bool) or not isinstance(spec.priority, (int, float)):
+                return f"{origin} registered {spec.name!r} with priority {spec.priority!r}: a number is needed"
+            for key in (spec.name, *spec.aliases):
+                key = str(key).lower()
+                if key in claimed:
+                    return f"{origin} registers the backend name {key!r} twice"
+                claimed.add(key)
+                try:
+                    owner = self.registry.get(key)
+                except UnknownBackendError:
+                    continue
+                return (
+                    f"backend name {key!r} is registered twice: by {owner.origin} and by {origin}; "
+                    f"the second was not loaded: uninstall one of them, or load only one with ACCEL_PLUGINS"
+                )
+        return ""
+
+    def collect(self, hook_name: str, check: Callable[[Any], None], **kwargs: Any) -> list[tuple[str, Any]]:
+        """Call a ``register``-style hook (``accel_scan_rules(register)``) plugin by plugin.
+
+        Each plugin's implementation gets its own ``register``; every item it registers
+        goes through ``check``, which raises (a :class:`PluginError` saying what is wrong)
+        for junk. A plugin whose implementation raises, or registers junk, contributes
+        nothing: a ``RuntimeWarning`` names it and ``accel info`` shows why. Returns
+        ``(plugin name, item)`` pairs of the others, in hook-call order. ``kwargs`` are
+        the hook's other arguments.
+        """
+        hook = getattr(self.pm.hook, hook_name, None)
+        if hook is None:
+            return []
+        collected: list[tuple[str, Any]] = []
+        for impl in reversed(hook.get_hookimpls()):
+            name = self.pm.get_name(impl.plugin) or ""
+            items: list[Any] = []
+            available = {**kwargs, "register": items.append}
+            try:
+                impl.function(*[available[arg] for arg in impl.argnames])
+                for item in items:
+                    check(item)
+            except Exception as exc:  # one plugin's junk must not disable the tool for the others
+                what = "registered an invalid item" if isinstance(exc, PluginError) else "raised"
+                record = self.records.setdefault(name, PluginRecord(name, "(registered in code)"))
+                self._fail(record, f"{hook_name} {what}: {type(exc).__name__}: {exc}", unload=False)
+                continue
+            collected.extend((name, item) for item in items)
+        return collected
 
 
 def _discover() -> list[EntryPoint]:

@@ -7,7 +7,7 @@ nothing to validate (see :mod:`accel_abstraction.sections`).
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -19,7 +19,7 @@ else:  # Python 3.10: the same parser, as the tomli distribution
 
 from .errors import ConfigError, did_you_mean
 
-__all__ = ["Provenance", "find_pyproject", "read_section_table", "toml_key_line"]
+__all__ = ["Provenance", "check_keywords", "find_pyproject", "read_section_table", "toml_key_line"]
 
 
 def find_pyproject(start: Path | None = None) -> Path | None:
@@ -38,7 +38,11 @@ def toml_key_line(path: Path, header: tuple[str, ...], key: str) -> int | None:
     """Line number (1-based) of ``key = ...`` inside table ``[a.b.c]`` of a TOML file, if found."""
     wanted = ".".join(header)
     current = ""
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if line.startswith("[") and not line.startswith("[["):
             current = line.strip("[] ").replace('"', "").replace("'", "")
@@ -61,6 +65,17 @@ class Provenance:
 DEFAULT = Provenance("default", "default")
 
 
+def check_keywords(given: Iterable[str], known: Iterable[str], header: tuple[str, ...]) -> None:
+    """:class:`ConfigError` with a did-you-mean if a keyword setting in ``given`` is not one of ``known``."""
+    known = sorted(known)
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise ConfigError(
+            f"unknown setting {', '.join(repr(k) for k in unknown)} (keyword argument) for "
+            f"[{'.'.join(header)}]; known settings: {', '.join(known)}.{did_you_mean(unknown[0], known)}"
+        )
+
+
 def read_section_table(path: Path, header: tuple[str, ...], known: set[str]) -> dict[str, Any]:
     """The table ``[a.b.c]`` (``header``) of ``path``, after checking the file parses and every key is known.
 
@@ -71,6 +86,17 @@ def read_section_table(path: Path, header: tuple[str, ...], known: set[str]) -> 
             data = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML ({exc}); fix the file or remove its [tool.accel] table") from None
+    except UnicodeDecodeError as exc:
+        line = _line_of_offset(path, exc.start)
+        raise ConfigError(
+            f"{path}:{line}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+            "TOML files must be UTF-8: re-save the file as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: cannot read the configuration file ({exc.strerror or exc}); make it readable, "
+            "or run from a folder without it"
+        ) from None
     node: Any = data
     walked: list[str] = []
     for key in header:
@@ -94,3 +120,11 @@ def read_section_table(path: Path, header: tuple[str, ...], known: set[str]) -> 
                 f"known keys: {', '.join(sorted(known))}.{did_you_mean(key, known)}"
             )
     return table
+
+
+def _line_of_offset(path: Path, offset: int) -> int:
+    """The 1-based line holding byte ``offset`` of ``path`` (for messages)."""
+    try:
+        return path.read_bytes()[:offset].count(b"\n") + 1
+    except OSError:
+        return 1

@@ -11,15 +11,17 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from .arguments import guard
+from .errors import PLUGIN_ATTR, DeviceIndexError
 from .interface import Backend
 from .plugins import get_host
 from .sections import CORE, CoreSettings
 from .selection import Selection, select_backend
 
-__all__ = ["BOUND_NAMES", "current", "selection", "use", "using"]
+__all__ = ["BOUND_NAMES", "bound_callable", "current", "selection", "use", "using"]
 
 #: Public functions of ``accel_abstraction`` that are rebound to the selected backend.
 BOUND_NAMES: tuple[str, ...] = (
@@ -36,6 +38,8 @@ BOUND_NAMES: tuple[str, ...] = (
 )  # fmt: skip
 
 _lock = threading.RLock()
+#: Held for the whole of a ``using`` block, so blocks in different threads run one after another.
+_using_lock = threading.RLock()
 _selection: Selection | None = None
 _settings: CoreSettings | None = None
 
@@ -54,18 +58,54 @@ def _bind(backend: Backend | None) -> None:
         return
     hot = dict(backend.hot_bindings())
     for name in BOUND_NAMES:
-        setattr(api, name, hot.get(name) or getattr(backend, name))
+        setattr(api, name, bound_callable(backend, name, hot))
     device_type = backend.device_type
     api.device_type = lambda: device_type
     api.backend = lambda: backend
+
+
+def bound_callable(
+    backend: Backend, name: str, hot: Mapping[str, Callable[..., Any]] | None = None
+) -> Callable[..., Any]:
+    """What ``accel.<name>`` is bound to for ``backend``: its hot binding from ``hot`` (default: the
+    backend's method), with the argument checks of :mod:`.arguments` where ``name`` has any."""
+    fn = (hot or {}).get(name) or getattr(backend, name)
+    return guard(name, fn, backend)
 
 
 def _activate(sel: Selection, settings: CoreSettings) -> None:
     backend = sel.backend
     backend.activate()
     if settings.device_index is not None:
-        backend.set_device(settings.device_index)
-    get_host().pm.hook.accel_backend_selected(backend=backend, settings=settings)
+        try:
+            backend.set_device(settings.device_index)
+        except DeviceIndexError as exc:
+            raise DeviceIndexError(f"{exc} ({settings.source_of('device_index')})") from None
+    pm = get_host().pm
+    try:
+        pm.hook.accel_backend_selected(backend=backend, settings=settings)
+    except Exception as exc:
+        # Propagates unchanged to library callers (as the hook documents); marked with the
+        # plugin it came from so that a CLI can print one line naming it.
+        plugin = _raising_plugin(pm, "accel_backend_selected", exc)
+        if plugin is not None and not hasattr(exc, PLUGIN_ATTR):
+            setattr(exc, PLUGIN_ATTR, plugin)
+            exc.add_note(f"raised by the accel_backend_selected hook of plugin {plugin!r}")
+        raise
+
+
+def _raising_plugin(pm: Any, hook_name: str, exc: BaseException) -> str | None:
+    """The name of the plugin whose ``hook_name`` implementation appears in ``exc``'s traceback."""
+    codes = {
+        getattr(impl.function, "__code__", None): pm.get_name(impl.plugin)
+        for impl in getattr(pm.hook, hook_name).get_hookimpls()
+    }
+    tb = exc.__traceback__
+    found = None
+    while tb is not None:
+        found = codes.get(tb.tb_frame.f_code, found)
+        tb = tb.tb_next
+    return found
 
 
 def use(name: str | None = None, **overrides: Any) -> Backend:
@@ -113,24 +153,42 @@ def selection() -> Selection:
 def using(name: str, **overrides: Any) -> Iterator[Backend]:
     """Select backend ``name`` inside a ``with`` block; the previous selection is restored after.
 
-    Process-wide, not per-thread (a thread-local would put a lookup on every call): use
-    it in tests and scripts, not to run two backends concurrently in two threads.
+    Process-wide, not per-thread (a thread-local would put a lookup on every call). So
+    that concurrent blocks cannot leave the process on the wrong backend, ``using`` blocks
+    are serialized: a thread entering one waits until a block held by another thread
+    has exited (blocks nest freely within one thread). Do not wait inside a block for
+    another thread that enters a ``using`` block itself: that deadlocks. :func:`use` does
+    not wait for blocks; calling it from another thread during one changes the selection
+    for that block too, and the block restores its own predecessor when it exits.
     """
-    global _selection, _settings
-    with _lock:
-        previous, previous_settings = _selection, _settings
-        backend = use(name, **overrides)
+    _using_lock.acquire()
+    try:
+        with _lock:
+            previous, previous_settings = _selection, _settings
+            backend = use(name, **overrides)
+    except BaseException:
+        _using_lock.release()
+        raise
     try:
         yield backend
     finally:
-        with _lock:
-            _selection, _settings = previous, previous_settings
-            if previous is None:
-                _bind(None)
-            else:
-                assert previous_settings is not None
-                _activate(previous, previous_settings)
-                _bind(previous.backend)
+        try:
+            _restore(previous, previous_settings)
+        finally:
+            _using_lock.release()
+
+
+def _restore(previous: Selection | None, previous_settings: CoreSettings | None) -> None:
+    """Make ``previous`` the selection again (``None``: nothing selected), as a ``using`` block exits."""
+    global _selection, _settings
+    with _lock:
+        _selection, _settings = previous, previous_settings
+        if previous is None:
+            _bind(None)
+        else:
+            assert previous_settings is not None
+            _activate(previous, previous_settings)
+            _bind(previous.backend)
 
 
 def reset() -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from .pyproject import DEFAULT, Provenance, find_pyproject, read_section_table
+from .pyproject import DEFAULT, Provenance, check_keywords, find_pyproject, read_section_table
 
 __all__ = ["CORE", "CoreSettings", "Defaults", "SectionSpec"]
 
@@ -52,7 +52,11 @@ class SectionSpec:
         return any(key.upper() in wanted for key in os.environ)
 
     def load(self, pyproject: Path | None = None, **overrides: Any) -> Any:
-        """The section's settings: :class:`Defaults` when nothing sets a field, else the validated model."""
+        """The section's settings: :class:`Defaults` when nothing sets a field, else the validated model.
+
+        A keyword that names no field is a :class:`ConfigError` with a did-you-mean.
+        """
+        check_keywords(overrides, self.defaults, self.header)
         overrides = {key: value for key, value in overrides.items() if value is not None}
         path = pyproject or find_pyproject()
         table = read_section_table(path, self.header, set(self.defaults)) if path is not None else {}

@@ -6,12 +6,13 @@ import traceback
 import warnings
 from dataclasses import dataclass
 
-from .errors import BackendUnavailableError, PluginError
+from .errors import AccelError, BackendUnavailableError, PluginError
+from .features import Availability
 from .interface import Backend
 from .registry import BackendRegistry, RegisteredBackend
 from .sections import CoreSettings
 
-__all__ = ["Selection", "build_backend", "select_backend"]
+__all__ = ["Selection", "build_backend", "probe", "select_backend"]
 
 
 @dataclass(frozen=True)
@@ -27,14 +28,43 @@ class Selection:
 
 
 def build_backend(entry: RegisteredBackend, settings: CoreSettings | None) -> Backend:
-    """Call the entry's factory; a factory that raises becomes a :class:`PluginError` naming its origin."""
+    """Call the entry's factory; a factory that raises becomes a :class:`PluginError` naming its origin.
+
+    An :class:`AccelError` the factory raises on purpose (a :class:`ConfigError` for a bad
+    ``ACCEL_NEURON_*`` value, say) already says what and where: it propagates unchanged.
+    """
     try:
         return entry.spec.factory(settings)
+    except AccelError:
+        raise
     except Exception as exc:  # the plugin's bug, reported with its origin
         raise PluginError(
             f"the factory of backend {entry.spec.name!r} from {entry.origin} raised "
             f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
         ) from exc
+
+
+def probe(backend: Backend, entry: RegisteredBackend) -> Availability:
+    """``backend.availability()``, with a probe that raises reported as unavailable, naming the plugin.
+
+    Availability probes are isolated like plugin imports: one backend whose probe raises
+    (a driver library missing, an ``OSError`` from a device node) never takes down
+    ``backend="auto"``, ``accel info`` or the selection of another backend.
+    """
+    try:
+        avail = backend.availability()
+    except Exception as exc:  # the plugin's bug or a broken driver: this backend only is unusable
+        return Availability.no(
+            f"availability() of backend {entry.spec.name!r} from {entry.origin} raised {type(exc).__name__}: {exc}",
+            hint="report it to the plugin's authors; select another backend meanwhile (ACCEL_BACKEND)",
+            traceback=traceback.format_exc(),
+        )
+    if not isinstance(avail, Availability):
+        return Availability.no(
+            f"availability() of backend {entry.spec.name!r} from {entry.origin} returned {avail!r}, "
+            "not an accel_abstraction.Availability"
+        )
+    return avail
 
 
 def _pick_auto(registry: BackendRegistry, settings: CoreSettings) -> tuple[Backend, RegisteredBackend]:
@@ -46,9 +76,11 @@ def _pick_auto(registry: BackendRegistry, settings: CoreSettings) -> tuple[Backe
             warnings.warn(str(exc).splitlines()[0] + "; skipped by backend='auto'", RuntimeWarning, stacklevel=4)
             reasons.append(f"{entry.spec.name}: factory raised")
             continue
-        avail = backend.availability()
+        avail = probe(backend, entry)
         if avail.available:
             return backend, entry
+        if avail.traceback is not None:
+            warnings.warn(avail.reason + "; skipped by backend='auto'", RuntimeWarning, stacklevel=4)
         reasons.append(f"{entry.spec.name}: {avail.reason}")
     raise BackendUnavailableError(
         "auto",
@@ -71,7 +103,7 @@ def select_backend(registry: BackendRegistry, settings: CoreSettings) -> Selecti
         return Selection(backend, entry, "auto", source)
     entry = registry.get(settings.backend, source)
     backend = build_backend(entry, settings)
-    avail = backend.availability()
+    avail = probe(backend, entry)
     if avail.available:
         return Selection(backend, entry, settings.backend, source)
     if settings.fallback is None:
@@ -87,7 +119,7 @@ def select_backend(registry: BackendRegistry, settings: CoreSettings) -> Selecti
     else:
         fb_entry = registry.get(settings.fallback, fb_source)
         fb_backend = build_backend(fb_entry, settings)
-        fb_avail = fb_backend.availability()
+        fb_avail = probe(fb_backend, fb_entry)
         if not fb_avail.available:
             raise BackendUnavailableError(fb_entry.spec.name, fb_avail.reason, fb_source, hint=fb_avail.hint)
     warnings.warn(

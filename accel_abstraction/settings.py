@@ -33,7 +33,7 @@ from pydantic_settings import (
 )
 
 from .errors import ConfigError
-from .pyproject import Provenance, find_pyproject, read_section_table, toml_key_line
+from .pyproject import Provenance, check_keywords, find_pyproject, read_section_table, toml_key_line
 from .sections import CORE
 
 __all__ = ["AccelSettings", "ConfigSection", "DistSettings", "Provenance", "find_pyproject", "toml_key_line"]
@@ -83,6 +83,7 @@ class ConfigSection(BaseSettings):
         ``pyproject`` names the file explicitly; by default :func:`find_pyproject` finds
         it. Raises :class:`ConfigError` naming the source of any invalid value.
         """
+        check_keywords(overrides, cls.model_fields, cls.table_header())
         path = pyproject or find_pyproject()
         table = _read_table(path, cls) if path is not None else {}
         overrides = {k: v for k, v in overrides.items() if v is not None}

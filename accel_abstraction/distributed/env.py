@@ -123,6 +123,11 @@ def _from_torchrun(env: Mapping[str, str]) -> LaunchEnv:
     local_world = _opt_int(env, "LOCAL_WORLD_SIZE", hint)
     if local_world is None:
         local_world = world
+    # Checked here, before rank % local_world below divides by them.
+    if world < 1:
+        raise ConfigError(f"WORLD_SIZE={world} must be at least 1")
+    if local_world < 1:
+        raise ConfigError(f"LOCAL_WORLD_SIZE={local_world} must be at least 1")
     if local_rank is None:
         local_rank = rank % local_world
     _check(rank, world, local_rank, local_world, ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"))

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from ..errors import AccelError
 
-__all__ = ["HunkMismatchError", "PatchError", "TorchVersionMismatchError"]
+__all__ = ["AlreadyAppliedError", "HunkMismatchError", "PatchError", "TorchVersionMismatchError"]
 
 
 class PatchError(AccelError):
     """A patch series cannot be read, checked, applied, activated or reverted."""
+
+
+class AlreadyAppliedError(PatchError):
+    """The series is already applied to the torch files it would patch: nothing was written."""
 
 
 class HunkMismatchError(PatchError):

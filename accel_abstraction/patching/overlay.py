@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from .apply import read_manifest, sha256
+from .apply import read_manifest, sha256_of_file
 from .errors import PatchError, TorchVersionMismatchError
 from .series import installed_torch_root, torch_version_at
 
@@ -113,9 +113,14 @@ def activate(directory: str | Path | None = None) -> OverlayFinder:
         file = target / rel
         if not file.is_file():
             raise PatchError(f"overlay {target} lacks {rel}; re-run 'accel patches apply'")
-        if sha256(stock.read_bytes()) != hashes["stock_sha256"]:
+        if sha256_of_file(stock) != hashes["stock_sha256"]:
             raise PatchError(
                 f"{stock} is not the file the overlay {target} was made from; re-run 'accel patches apply'"
+            )
+        if sha256_of_file(file) != hashes["patched_sha256"]:
+            raise PatchError(
+                f"{file} was changed after 'accel patches apply' wrote it (its SHA-256 differs from the one in "
+                f"{target / 'manifest.json'}); not loading it. Re-run 'accel patches apply --target {target}'"
             )
         modules[module_name(rel)] = file
     imported = sorted(name for name in modules if name in sys.modules)

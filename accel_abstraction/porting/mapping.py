@@ -142,6 +142,10 @@ TABLE: tuple[ApiMapping, ...] = (
     ApiMapping("torch.backends.cudnn.benchmark", "ACC182", "flag", "accel.set_benchmark"),
     ApiMapping("torch.backends.cuda.matmul.allow_tf32", "ACC183", "flag", "accel.set_allow_tf32"),
     ApiMapping("torch.backends.cudnn.allow_tf32", "ACC183", "flag", "accel.set_allow_tf32"),
+    *(
+        _manual(f"torch.backends.cuda.{name}", "ACC189", "torch.nn.attention.sdpa_kernel(...) chooses attention kernels on every device")
+        for name in ("sdp_kernel", "enable_flash_sdp", "enable_mem_efficient_sdp", "enable_math_sdp", "enable_cudnn_sdp")
+    ),
     _manual("torch.backends.cudnn", "ACC189", "cuDNN setting with no portable equivalent"),
     _manual("torch.backends.cuda", "ACC189", "CUDA backend setting with no portable equivalent"),
     # ---- other CUDA ties that need a person

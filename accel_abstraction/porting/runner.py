@@ -26,33 +26,29 @@ _SKIP_DIRS = {"__pycache__", "node_modules", "site-packages"}
 def load_plugin_rules() -> tuple[Rule, ...]:
     """Rules that plugins add through the ``accel_scan_rules(register)`` hook.
 
-    Returns no rules when the plugin manager is not there (the scanner works alone).
+    Each plugin is asked separately: one that raises, registers something that is not a
+    :class:`Rule`, a rule that matches nothing, or a code already taken contributes no
+    rules (a ``RuntimeWarning`` names it); the others' rules are used. Returns no rules
+    when the plugin manager is not there (the scanner works alone).
     """
     try:
-        from accel_abstraction.plugins import get_plugin_manager
+        from accel_abstraction.plugins import get_host
     except ImportError:
         return ()
-    hook = getattr(get_plugin_manager().hook, "accel_scan_rules", None)
-    if hook is None:
-        return ()
-    collected: list[Rule] = []
+    known = {r.code for r in BUILTIN_RULES}
 
-    def register(rule: Rule) -> None:
+    def check(rule: object) -> None:
         if not isinstance(rule, Rule):
             raise PluginError(
                 f"accel_scan_rules: register() takes accel_abstraction.porting.rules.Rule, got {type(rule).__name__}"
             )
         if rule.matcher is None and not rule.names:
             raise PluginError(f"accel_scan_rules: rule {rule.code} needs names=... or matcher=... to match anything")
-        collected.append(rule)
-
-    hook(register=register)
-    known = {r.code for r in BUILTIN_RULES}
-    for rule in collected:
         if rule.code in known:
             raise PluginError(f"accel_scan_rules: rule code {rule.code} is registered twice; codes must be unique")
         known.add(rule.code)
-    return tuple(collected)
+
+    return tuple(rule for _, rule in get_host().collect("accel_scan_rules", check))
 
 
 #: File name endings read by the scanner: Python sources and Jupyter notebooks (code cells).

@@ -21,7 +21,8 @@ from typing import Any
 
 import torch
 
-from ..porting.mapping import hint_for
+from ..scaler_defaults import SCALER
+from .hints import port_hint
 from .serve import Server
 from .spec import Redirect
 
@@ -48,15 +49,15 @@ def amp_redirects(s: Server) -> list[Redirect]:
         return real_autocast(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
     functools.update_wrapper(autocast, real_autocast, updated=())
-    add(torch, "autocast", autocast, 'torch.autocast("cuda")', "accel.autocast()")
-    add(torch.amp, "autocast", autocast, 'torch.autocast("cuda")', "accel.autocast()")
+    add(torch, "autocast", autocast, 'torch.autocast("cuda")', port_hint('torch.autocast("cuda")'))
+    add(torch.amp, "autocast", autocast, 'torch.autocast("cuda")', port_hint('torch.autocast("cuda")'))
 
     def cuda_amp_autocast(enabled: bool = True, dtype: torch.dtype | None = None, cache_enabled: bool = True) -> Any:
         rec.hit("torch.cuda.amp.autocast")
         return b.autocast(dtype, enabled, cache_enabled)
 
     functools.update_wrapper(cuda_amp_autocast, torch.cuda.amp.autocast, updated=())
-    add(torch.cuda.amp, "autocast", cuda_amp_autocast, "torch.cuda.amp.autocast", "accel.autocast()")
+    add(torch.cuda.amp, "autocast", cuda_amp_autocast, "torch.cuda.amp.autocast", port_hint("torch.cuda.amp.autocast"))
 
     # ---------------------------------------------------------------- GradScaler
     def enabled_by_backend(init_scale: float, growth_factor: float, backoff_factor: float, growth_interval: int) -> bool:
@@ -68,10 +69,10 @@ def amp_redirects(s: Server) -> list[Redirect]:
         def __init__(
             self,
             device: str = "cuda",
-            init_scale: float = 2.0**16,
-            growth_factor: float = 2.0,
-            backoff_factor: float = 0.5,
-            growth_interval: int = 2000,
+            init_scale: float = SCALER.init_scale,
+            growth_factor: float = SCALER.growth_factor,
+            backoff_factor: float = SCALER.backoff_factor,
+            growth_interval: int = SCALER.growth_interval,
             enabled: bool | None = None,
         ) -> None:
             if t.names_cuda(device):
@@ -84,19 +85,19 @@ def amp_redirects(s: Server) -> list[Redirect]:
             super().__init__(device, init_scale, growth_factor, backoff_factor, growth_interval, enabled)
 
     GradScaler.__module__, GradScaler.__qualname__ = real_scaler.__module__, real_scaler.__qualname__
-    add(torch.amp, "GradScaler", GradScaler, 'torch.amp.GradScaler("cuda")', "accel.GradScaler()")
+    add(torch.amp, "GradScaler", GradScaler, 'torch.amp.GradScaler("cuda")', port_hint('torch.amp.GradScaler("cuda")'))
     if getattr(torch, "GradScaler", None) is real_scaler:
-        add(torch, "GradScaler", GradScaler, 'torch.amp.GradScaler("cuda")', "accel.GradScaler()")
+        add(torch, "GradScaler", GradScaler, 'torch.amp.GradScaler("cuda")', port_hint('torch.amp.GradScaler("cuda")'))
 
     class CudaAmpGradScaler(real_scaler):  # type: ignore[misc, valid-type]
         __doc__ = torch.cuda.amp.GradScaler.__doc__
 
         def __init__(
             self,
-            init_scale: float = 2.0**16,
-            growth_factor: float = 2.0,
-            backoff_factor: float = 0.5,
-            growth_interval: int = 2000,
+            init_scale: float = SCALER.init_scale,
+            growth_factor: float = SCALER.growth_factor,
+            backoff_factor: float = SCALER.backoff_factor,
+            growth_interval: int = SCALER.growth_interval,
             enabled: bool | None = None,
         ) -> None:
             rec.hit("torch.cuda.amp.GradScaler")
@@ -106,7 +107,7 @@ def amp_redirects(s: Server) -> list[Redirect]:
 
     CudaAmpGradScaler.__module__ = "torch.cuda.amp"
     CudaAmpGradScaler.__name__ = CudaAmpGradScaler.__qualname__ = "GradScaler"
-    add(torch.cuda.amp, "GradScaler", CudaAmpGradScaler, "torch.cuda.amp.GradScaler", "accel.GradScaler()")
+    add(torch.cuda.amp, "GradScaler", CudaAmpGradScaler, "torch.cuda.amp.GradScaler", port_hint("torch.cuda.amp.GradScaler"))
 
     # ---------------------------------------------------------------- custom_fwd / custom_bwd
     def custom_fwd(fwd: Any = None, *, cast_inputs: torch.dtype | None = None) -> Any:
@@ -118,7 +119,7 @@ def amp_redirects(s: Server) -> list[Redirect]:
         return torch.amp.custom_bwd(bwd, device_type=b.device_type)
 
     add(torch.cuda.amp, "custom_fwd", functools.wraps(torch.cuda.amp.custom_fwd)(custom_fwd),
-        "torch.cuda.amp.custom_fwd", hint_for("torch.cuda.amp.custom_fwd"))  # fmt: skip
+        "torch.cuda.amp.custom_fwd", port_hint("torch.cuda.amp.custom_fwd"))  # fmt: skip
     add(torch.cuda.amp, "custom_bwd", functools.wraps(torch.cuda.amp.custom_bwd)(custom_bwd),
-        "torch.cuda.amp.custom_bwd", hint_for("torch.cuda.amp.custom_bwd"))  # fmt: skip
+        "torch.cuda.amp.custom_bwd", port_hint("torch.cuda.amp.custom_bwd"))  # fmt: skip
     return out

@@ -41,7 +41,9 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from .runner import RunOptions, run
 
-    return run(RunOptions(args.target, list(args.args), args.module, args.report, args.output, args.allow_missing))
+    opts = RunOptions(args.target, list(args.args), args.module, args.report, args.output, args.allow_missing)
+    opts.traceback = bool(getattr(args, "traceback", False))
+    return run(opts)
 
 
 def add_parser(subparsers: Any) -> None:

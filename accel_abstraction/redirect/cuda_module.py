@@ -4,7 +4,10 @@
 when called from user code (a script then takes its accelerator path, which is
 redirected); torch's own calls still get the real answers, so torch never enters a CUDA
 code path it cannot serve. ``torch.cuda.Stream`` / ``Event`` construct the backend's
-classes where ``capabilities()`` declares streams/events. Functions of ``torch.cuda`` the
+classes where ``capabilities()`` declares streams/events (events without them are timed on
+the host: :mod:`.timing`). ``empty_cache()`` on a backend without a cache is a no-op
+(reported as such). ``get_device_properties``/``get_device_capability`` are answered by
+:mod:`.device_info`. Functions of ``torch.cuda`` the
 interface has no equivalent for raise :class:`~accel_abstraction.redirect.errors.RedirectCapabilityError`
 from user code (unless the selected backend is CUDA itself, which serves them).
 """
@@ -17,10 +20,12 @@ from typing import Any
 
 import torch
 
-from ..porting.mapping import hint_for
+from .device_info import capability_of, properties_of
 from .devices import CUDA
+from .hints import port_hint
 from .serve import NO_NEUTRAL, Server
 from .spec import Redirect
+from .timing import host_event_class
 
 __all__ = ["cuda_module_redirects"]
 
@@ -64,7 +69,7 @@ def _table(s: Server) -> dict[str, tuple[Callable[..., Any], str, Any]]:
         "reset_max_memory_allocated": (
             lambda device=None: b.reset_peak_memory_stats(idx(device)), "memory", None,
         ),
-        "empty_cache": (lambda: b.empty_cache(), "memory", None),
+        "empty_cache": (lambda: b.empty_cache(), "memory", None),  # a no-op without a cache (_NOOPS)
         "memory_stats": (lambda device=None: b.memory_stats(idx(device)), "memory", dict),
         "mem_get_info": (lambda device=None: b.mem_get_info(idx(device)), "memory", no),
         # RNG
@@ -81,7 +86,26 @@ def _table(s: Server) -> dict[str, tuple[Callable[..., Any], str, Any]]:
         "set_rng_state_all": (lambda new_states: b.set_rng_state_all(new_states), "rng", no),
         # AMP support queries
         "is_bf16_supported": (lambda including_emulation=True: b.is_bf16_supported(), "amp", no),
+        # hardware description (see device_info)
+        "get_device_properties": (
+            lambda device=None: properties_of(b, idx(device)), "device", lambda: properties_of(b, None, total_memory=0),
+        ),
+        "get_device_capability": (lambda device=None: capability_of(b), "device", no),
     }  # fmt: skip
+
+#: Functions whose neutral value is the right answer when the backend lacks the feature.
+_NOOPS = frozenset({"empty_cache"})
+
+#: torch.cuda function -> the public API function that serves its call without arguments
+#: (bound to the backend's fastest callable: ``backend.hot_bindings()``).
+_FAST = {
+    "synchronize": "synchronize", "device_count": "device_count", "current_device": "current_device",
+    "memory_allocated": "memory_allocated", "max_memory_allocated": "max_memory_allocated",
+    "memory_reserved": "memory_reserved", "max_memory_reserved": "max_memory_reserved",
+    "memory_cached": "memory_reserved", "max_memory_cached": "max_memory_reserved",
+    "reset_peak_memory_stats": "reset_peak_memory_stats", "reset_max_memory_allocated": "reset_peak_memory_stats",
+    "memory_stats": "memory_stats", "initial_seed": "initial_seed", "get_rng_state": "get_rng_state",
+}  # fmt: skip
 
 
 def _class_redirect(s: Server, name: str, feature: str) -> Redirect:
@@ -90,7 +114,9 @@ def _class_redirect(s: Server, name: str, feature: str) -> Redirect:
     b = s.backend
     rec = s.recorder
     real: Any = getattr(b, name) if b.capabilities().supports(feature) else None
-    rec.describe(api, "execution", hint_for(api))
+    if real is None and name == "Event":
+        real = host_event_class(b)  # timing events served by the host clock
+    rec.describe(api, "execution", port_hint(api))
 
     class _Meta(type):
         def __instancecheck__(cls, obj: Any) -> bool:
@@ -107,7 +133,7 @@ def _class_redirect(s: Server, name: str, feature: str) -> Redirect:
 
     cls = _Meta(name, (), {"__new__": __new__, "__doc__": f"{api}, redirected to backend {b.name!r}.",
                            "__module__": "torch.cuda", "__qualname__": name})  # fmt: skip
-    return Redirect(torch.cuda, name, cls, "execution", api, hint_for(api), record=False)
+    return Redirect(torch.cuda, name, cls, "execution", api, port_hint(api), record=False)
 
 
 def _device_context(s: Server) -> Redirect:
@@ -115,7 +141,7 @@ def _device_context(s: Server) -> Redirect:
     api = "torch.cuda.device"
     b = s.backend
     rec = s.recorder
-    rec.describe(api, "device", hint_for(api))
+    rec.describe(api, "device", port_hint(api))
 
     class device:  # noqa: N801 - mirrors torch.cuda.device
         __doc__ = f"{api}, redirected to backend {b.name!r}: selects a device of that backend inside the block."
@@ -136,21 +162,24 @@ def _device_context(s: Server) -> Redirect:
             if self.prev is not None:
                 b.set_device(self.prev)
 
-    return Redirect(torch.cuda, "device", device, "device", api, hint_for(api), record=False)
+    return Redirect(torch.cuda, "device", device, "device", api, port_hint(api), record=False)
 
 
 def cuda_module_redirects(s: Server) -> list[Redirect]:
     """Every redirect of ``torch.cuda.*`` for the backend ``s`` serves."""
     out = []
     table = _table(s)
+    hot = dict(s.backend.hot_bindings())
     for name, (impl, category, neutral) in table.items():
         original = getattr(torch.cuda, name, None)
         if original is None:
             continue
         api = f"torch.cuda.{name}"
-        hint = hint_for(api)
-        out.append(Redirect(torch.cuda, name, s.function(api, original, impl, category, hint, neutral),
-                            category, api, hint, record=False))  # fmt: skip
+        hint = port_hint(api)
+        public = _FAST.get(name)
+        fast = (hot.get(public) or getattr(s.backend, public)) if public else None
+        replacement = s.function(api, original, impl, category, hint, neutral, noop=name in _NOOPS, fast=fast)
+        out.append(Redirect(torch.cuda, name, replacement, category, api, hint, record=False))
     out.append(_class_redirect(s, "Stream", "streams"))
     out.append(_class_redirect(s, "Event", "events"))
     out.append(_device_context(s))
@@ -160,7 +189,8 @@ def cuda_module_redirects(s: Server) -> list[Redirect]:
             if name in table or name in _LEFT_ALONE or not inspect.isfunction(fn):
                 continue
             api = f"torch.cuda.{name}"
-            out.append(Redirect(torch.cuda, name, s.unsupported(api, fn, hint_for(api)), "unsupported", api, record=False))
+            hint = port_hint(api)
+            out.append(Redirect(torch.cuda, name, s.unsupported(api, fn, hint), "unsupported", api, hint, record=False))
     return out
 
 

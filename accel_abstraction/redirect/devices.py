@@ -3,7 +3,10 @@
 ``"cuda"``, ``"cuda:1"``, ``torch.device("cuda", 1)`` and, where torch reads an integer as
 a CUDA index, ``1`` are parsed as devices (``torch.device(...)``) and mapped to the same
 index of the selected backend (``backend.device(1)``), which checks the index against the
-backend's device count. Nothing is string-replaced: ``"cudagraph"``, ``"my_cuda.pt"`` or a
+backend's device count. On a backend with one device (the cpu backend, where every rank of
+a job shares the host; a device per process, as the emulated neuron device or a launcher's
+visible-devices variable give) every index names that device, so ``torch.cuda.set_device(local_rank)``
+in each rank of a multi-process job runs. Nothing is string-replaced: ``"cudagraph"``, ``"my_cuda.pt"`` or a
 ``"cpu"`` device pass through untouched, and a malformed string is left for torch to reject.
 """
 
@@ -30,6 +33,9 @@ class DeviceTranslator:
         self.backend = backend
         self.device_type = backend.device_type
         self._cache: dict[Any, Any] = {}
+        # One device (the host CPU shared by every rank, or the one device a launcher made
+        # visible to this rank): every CUDA index names it (torchrun's LOCAL_RANK=1 -> "cuda:1").
+        self._shared = backend.device_count() == 1
 
     def _parse(self, arg: str | torch.device) -> Any:
         if isinstance(arg, str):
@@ -48,6 +54,8 @@ class DeviceTranslator:
         return result
 
     def _to_backend(self, index: int | None, original: Any) -> torch.device:
+        if self._shared and index is not None and index >= 0:
+            return self.backend.device()
         try:
             return self.backend.device(index)
         except DeviceIndexError as exc:

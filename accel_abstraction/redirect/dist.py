@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .devices import CUDA
+from .hints import port_hint
 from .serve import Server
 from .spec import Redirect
 
@@ -56,7 +57,8 @@ def dist_redirects(s: Server) -> list[Redirect]:
     def wrap(name: str, backend_pos: int) -> None:
         original: Callable[..., Any] = getattr(dist, name)
         api = f"torch.distributed.{name}(backend='nccl')"
-        rec.describe(api, "distributed", "backend=accel.dist_backend()")
+        hint = port_hint(api)
+        rec.describe(api, "distributed", hint)
 
         def replacement(*args: Any, **kwargs: Any) -> Any:
             changed = False
@@ -81,7 +83,7 @@ def dist_redirects(s: Server) -> list[Redirect]:
             return original(*args, **kwargs)
 
         functools.update_wrapper(replacement, original)
-        out.append(Redirect(dist, name, replacement, "distributed", api, "backend=accel.dist_backend()", record=False))
+        out.append(Redirect(dist, name, replacement, "distributed", api, hint, record=False))
 
     wrap("init_process_group", 0)
     wrap("new_group", 2)
@@ -102,7 +104,7 @@ def _ddp_redirect(s: Server) -> Redirect:
     rec = s.recorder
     on_cpu = s.backend.device_type == "cpu"
     api = "DistributedDataParallel(device_ids=...)"
-    hint = "device_ids=[accel.current_device()] (None on cpu)"
+    hint = port_hint(api)
     rec.describe(api, "distributed", hint)
 
     def ids(value: Any) -> Any:

@@ -66,34 +66,40 @@ def write_json(data: dict[str, Any], path: str) -> None:
         fh.write(text)
 
 
-_STYLE = {"redirected": "green", "missing": "yellow", "failed": "bold red"}
+_STYLE = {"redirected": "green", "no-op": "cyan", "missing": "yellow", "failed": "bold red"}
 
 
-def print_table(sites: Sequence[Site], backend: str, allow_missing: bool, file: IO[str] | None = None) -> None:
-    """Print the report as a rich table (to ``file``, default stderr)."""
+def print_table(
+    sites: Sequence[Site], backend: str, allow_missing: bool, file: IO[str] | None = None, children: int = 0
+) -> None:
+    """Print the report as a rich table (to ``file``, default stderr); ``children``: child processes merged in."""
     import sys
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     out = file or sys.stderr
     console = Console(file=out, width=None if out.isatty() else 160)
     if not sites:
-        console.print(f"accel run: no CUDA API was redirected (backend {backend!r}).")
+        console.print(escape(f"accel run: no CUDA API was redirected (backend {backend!r})."))
         return
-    table = Table(title=f"CUDA calls redirected to backend {backend!r}", title_justify="left")
+    table = Table(title=escape(f"CUDA calls redirected to backend {backend!r}"), title_justify="left")
     for col, kw in (("where", {}), ("API", {}), ("category", {}), ("calls", {"justify": "right"}),
                     ("status", {}), ("port to", {})):  # fmt: skip
         table.add_column(col, **kw)  # type: ignore[arg-type]
     for s in sites:
         style = _STYLE.get(s.status, "")
-        table.add_row(f"{_rel(s.file)}:{s.line}", s.api, s.category, str(s.count),
-                      f"[{style}]{s.status}[/]" if style else s.status, s.hint)  # fmt: skip
+        table.add_row(escape(f"{_rel(s.file)}:{s.line}"), escape(s.api), escape(s.category), str(s.count),
+                      f"[{style}]{s.status}[/]" if style else escape(s.status), escape(s.hint))  # fmt: skip
     console.print(table)
     files = len({s.file for s in sites})
     console.print(
         f"{len(sites)} call site{'s' * (len(sites) != 1)} in {files} file{'s' * (files != 1)}; "
         f"`accel port` rewrites them to the portable API."
+        + (f" (Includes {children} child process{'es' * (children != 1)}.)" if children else "")
     )
+    if any(s.status == "no-op" for s in sites):
+        console.print("[cyan]no-op[/]: the backend has nothing to do for it (no pinned memory, no cache); served as a no-op.")
     if any(s.status == "missing" for s in sites):
         console.print("[yellow]missing[/]: the backend keeps no such statistic; --allow-missing served 0 / {} / nothing.")

@@ -1,17 +1,29 @@
-"""Run a script (or ``-m module``) under :func:`redirect_cuda`, then report the redirected sites."""
+"""Run a script (or ``-m module``) under :func:`redirect_cuda`, then report the redirected sites.
+
+Everything that can be checked before the target runs is checked first, each failure one
+:class:`~accel_abstraction.errors.AccelError` line: the target (a script, a directory or
+zip with ``__main__.py``, a console script on ``PATH`` such as ``torchrun``, or a module
+with ``-m``) and the ``-o`` report path. The target's exit status is ``accel run``'s; a
+report that cannot be written at the end is said on stderr and never replaces it. Python
+children of the target are redirected too (:mod:`.children`), and their sites merged.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import runpy
+import shutil
 import sys
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import AccelError
+from .children import collect, merge, propagate
 from .context import redirect_cuda
+from .failure import print_script_failure
 from .report import as_json, print_table, write_json
+from .sites import Site
 
 __all__ = ["RunOptions", "run"]
 
@@ -24,6 +36,7 @@ class RunOptions:
     report: str = "table"  # table | json | none
     output: str | None = None  # JSON path ("-": stdout); implies a JSON report
     allow_missing: bool = False
+    traceback: bool = False  # print a failing script's traceback in full
 
 
 def _exit_code(code: object) -> int:
@@ -35,52 +48,119 @@ def _exit_code(code: object) -> int:
     return 1
 
 
+def check_output(path: str | None) -> None:
+    """Raise :class:`AccelError` unless the JSON report can be written to ``path`` (checked before running)."""
+    if path is None or path == "-":
+        return
+    if os.path.isdir(path):
+        raise AccelError(f"accel run: -o {path!r} is a directory; give a file path for the JSON report")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise AccelError(f"accel run: -o {path!r}: directory {parent!r} does not exist; create it or choose another path")
+    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise AccelError(f"accel run: -o {path!r} is not writable; choose another path")
+
+
+def resolve_script(target: str) -> str:
+    """The file ``runpy.run_path`` should run for ``target``, or :class:`AccelError` saying why there is none."""
+    if os.path.isdir(target):
+        if not os.path.isfile(os.path.join(target, "__main__.py")):
+            raise AccelError(
+                f"accel run: {target!r} is a directory without __main__.py; give a script, a directory "
+                f"with __main__.py, or a module with -m"
+            )
+        return target
+    if os.path.exists(target):
+        return target
+    found = shutil.which(target) if os.sep not in target else None
+    if found and _is_python_script(found):
+        return found  # a console script such as torchrun: its Python file runs in this process
+    raise AccelError(f"accel run: script {target!r} does not exist (nor a Python console script of that name on PATH)")
+
+
+def _is_python_script(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(200)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first
+
+
+def check_module(name: str) -> None:
+    """Raise :class:`AccelError` unless ``-m name`` names a runnable module (checked before running)."""
+    try:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations is not None:
+            spec = importlib.util.find_spec(f"{name}.__main__")
+            if spec is None:
+                raise AccelError(f"accel run -m: {name!r} is a package without __main__; name one of its modules")
+    except (ImportError, ValueError) as exc:
+        raise AccelError(f"accel run -m: cannot import {name!r}: {exc}") from None
+    if spec is None:
+        raise AccelError(f"accel run -m: no module named {name!r} (searched the current directory and sys.path)")
+
+
 def run(opts: RunOptions) -> int:
     """Run the target; return its exit status. An :class:`AccelError` raised by it propagates after the report."""
     from ..runtime import current
 
+    check_output(opts.output)
     backend = current()
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     if opts.module:
-        sys.argv = [opts.target, *opts.args]
         if sys.path:
             sys.path[0] = os.getcwd()
+        try:
+            check_module(opts.target)
+        except AccelError:
+            if saved_path0 is not None and sys.path:
+                sys.path[0] = saved_path0
+            raise
+        script = opts.target
     else:
-        if not os.path.exists(opts.target):
-            raise AccelError(f"accel run: script {opts.target!r} does not exist")
-        sys.argv = [opts.target, *opts.args]
+        script = resolve_script(opts.target)
         if sys.path:
-            sys.path[0] = os.path.dirname(os.path.abspath(opts.target))
+            sys.path[0] = os.path.dirname(os.path.abspath(script))
+    sys.argv = [script, *opts.args]
     redirect = redirect_cuda(backend, allow_missing=opts.allow_missing)
     error: AccelError | None = None
+    children: list[Site] = []
+    processes = 0
     try:
-        if opts.module:
-            runpy.run_module(opts.target, run_name="__main__", alter_sys=True)
-        else:
-            runpy.run_path(opts.target, run_name="__main__")
-        status = 0
-    except SystemExit as exc:
-        status = _exit_code(exc.code)
-    except AccelError as exc:
-        error, status = exc, 2
-    except Exception:
-        traceback.print_exc()
-        status = 1
+        with propagate(backend.name, opts.allow_missing) as sites_dir:
+            try:
+                if opts.module:
+                    runpy.run_module(opts.target, run_name="__main__", alter_sys=True)
+                else:
+                    runpy.run_path(script, run_name="__main__")
+                status = 0
+            except SystemExit as exc:
+                status = _exit_code(exc.code)
+            except AccelError as exc:
+                error, status = exc, 2
+            except Exception as exc:  # noqa: BLE001 - the script's own failure: reported, exit 1
+                print_script_failure(exc, redirect, opts.traceback)
+                status = 1
+            finally:
+                children, processes = collect(sites_dir)
     finally:
         redirect.undo()
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:
             sys.path[0] = saved_path0
-        _report(redirect, opts)
+    _report(merge(redirect.sites(), children), processes, redirect, opts)
     if error is not None:
         raise error
     return status
 
 
-def _report(redirect: redirect_cuda, opts: RunOptions) -> None:
-    sites = redirect.sites()
+def _report(sites: list[Site], processes: int, redirect: redirect_cuda, opts: RunOptions) -> None:
     b = redirect.backend
     if opts.output or opts.report == "json":
-        write_json(as_json(sites, b.name, b.device_type, opts.allow_missing), opts.output or "-")
+        try:
+            write_json(as_json(sites, b.name, b.device_type, opts.allow_missing), opts.output or "-")
+        except OSError as exc:
+            print(f"accel run: the JSON report could not be written to {opts.output!r}: {exc}", file=sys.stderr)
     if opts.report == "table":
-        print_table(sites, b.name, opts.allow_missing)
+        print_table(sites, b.name, opts.allow_missing, children=processes)

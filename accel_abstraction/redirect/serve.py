@@ -25,7 +25,8 @@ from ..errors import CapabilityError
 from ..interface import Backend
 from .devices import DeviceTranslator
 from .errors import RedirectCapabilityError
-from .sites import FAILED, MISSING, SiteRecorder
+from .sites import FAILED, MISSING, NOOP, SiteRecorder
+from .spec import Redirect
 
 __all__ = ["NO_NEUTRAL", "Server"]
 
@@ -65,11 +66,7 @@ class Server:
         self.recorder.mark(key, FAILED)
         reason = ""
         if exc is not None:
-            feature = exc.feature
-            text = str(exc)
-            prefix = f"backend {self.backend.name!r} does not support {feature}"
-            rest = text[len(prefix):] if text.startswith(prefix) else text
-            reason = "" if rest.startswith(";") else rest.lstrip(": ")
+            feature, reason = exc.feature, exc.reason
         if feature in _NEUTRAL_FEATURES and not todo:
             todo = (
                 "port this call with `accel port`, guard it with accel.capabilities(), or run with "
@@ -87,32 +84,55 @@ class Server:
         category: str,
         hint: str = "",
         neutral: Any = NO_NEUTRAL,
+        noop: bool = False,
+        fast: Callable[[], Any] | None = None,
     ) -> Callable[..., Any]:
-        """The replacement for the CUDA function ``original`` (see the module docstring)."""
+        """The replacement for the CUDA function ``original`` (see the module docstring).
+
+        ``noop``: when the backend lacks the feature, ``neutral`` is the right answer even
+        without ``allow_missing`` (emptying a cache the backend does not keep); the site is
+        reported as ``no-op``. ``fast``: what serves a call without arguments (the public
+        API's binding of the same function, same meaning), skipping ``impl``'s argument handling.
+        """
         rec = self.recorder
         rec.describe(api, category, hint)
-        internal, counts, classify = rec._internal, rec.counts, rec._classify
+        internal, cell_of, classify = rec._internal, rec.cell, rec._classify
         server = self
+        # (code, offset, cell, key) of the last user site: replaced as a whole, so threads never mix fields
+        last: tuple[Any, int, list[int], Any] = (None, -1, [0], None)
 
         def replacement(*args: Any, **kwargs: Any) -> Any:
+            nonlocal last
             # SiteRecorder.enter, inlined: this runs on every call
             if is_compiling():
                 key: Any = ()
             else:
                 frame = _getframe(1)
                 code = frame.f_code
-                flag = internal.get(id(code))
-                if flag is None:
-                    flag = classify(code, frame)
-                if flag:
-                    return original(*args, **kwargs)
-                key = (id(code), frame.f_lasti, api)
-                counts[key] = counts.get(key, 0) + 1
+                seen = last
+                if seen[0] is code and seen[1] == frame.f_lasti:
+                    seen[2][0] += 1  # the same site as last time (a loop)
+                    key = seen[3]
+                else:
+                    flag = internal.get(id(code))
+                    if flag is None:
+                        flag = classify(code, frame)
+                    if flag:
+                        return original(*args, **kwargs)
+                    key = (id(code), frame.f_lasti, api)
+                    cell = cell_of(key)
+                    cell[0] += 1
+                    last = (code, key[1], cell, key)
             try:
+                if fast is not None and not args and not kwargs:
+                    return fast()
                 return impl(*args, **kwargs)
             except RedirectCapabilityError:
                 raise
             except CapabilityError as exc:
+                if noop:
+                    rec.mark(key, NOOP)
+                    return neutral() if callable(neutral) else neutral
                 if neutral is not NO_NEUTRAL and server.allow_missing:
                     rec.mark(key, MISSING)
                     return neutral() if callable(neutral) else neutral
@@ -122,11 +142,24 @@ class Server:
         replacement.__accel_redirect__ = api  # type: ignore[attr-defined]
         return replacement
 
+    def redirects(
+        self, target: Any, prefix: str, impls: dict[str, Callable[..., Any]], category: str, hint: str
+    ) -> list[Redirect]:
+        """A :meth:`function` redirect of ``target.<name>`` for each ``name -> impl`` that ``target`` has."""
+        out = []
+        for name, impl in impls.items():
+            original = getattr(target, name, None)
+            if original is not None:
+                api = f"{prefix}.{name}"
+                fn = self.function(api, original, impl, category, hint)
+                out.append(Redirect(target, name, fn, category, api, hint, record=False))
+        return out
+
     def unsupported(self, api: str, original: Callable[..., Any], reason: str) -> Callable[..., Any]:
-        """A replacement that raises :class:`RedirectCapabilityError` for user calls."""
+        """A replacement that raises :class:`RedirectCapabilityError` for user calls; ``reason``: the table's hint."""
 
         rec = self.recorder
-        rec.describe(api, "unsupported", "no portable equivalent: guard or remove it")
+        rec.describe(api, "unsupported", reason)
         enter = rec.enter
         todo = "the backend interface has no equivalent of it; remove or guard this call"
 

@@ -7,8 +7,10 @@ code. A call from user code is counted under ``(code, line, api)``; for an inter
 the stack is walked up to the first user frame, so ``nn.Linear(4, 4, device="cuda")`` is
 reported at the user's line, not inside ``torch/nn``.
 
-Counting is a dictionary update without a lock: under free-threaded concurrency a count
-can be one short, never attributed to the wrong line. The hot path keys a site by
+Counting increments a per-site counter cell without a lock: under free-threaded
+concurrency a count can be one short, never attributed to the wrong line. A replacement
+remembers the last site that called it (code object, instruction offset, cell), so a
+loop calling it from one line pays an identity check and an increment. The hot path keys a site by
 ``(id(code), f_lasti, api)``: hashing a code object hashes its whole bytecode, and
 ``f_lineno`` decodes the line table on every access, while ``id`` and the instruction offset
 are plain integers. Code objects are kept alive by the recorder (an id is never reused
@@ -30,8 +32,10 @@ __all__ = ["Site", "SiteRecorder"]
 
 _getframe = sys._getframe
 
-#: Status of a site: served by the backend, served a neutral value (``allow_missing``), or raised.
-REDIRECTED, MISSING, FAILED = "redirected", "missing", "failed"
+#: Status of a site: served by the backend, served as a no-op (the backend has nothing to do:
+#: pinning memory without pinned memory, emptying a cache it does not keep), served a
+#: neutral value (``allow_missing``), or raised.
+REDIRECTED, NOOP, MISSING, FAILED = "redirected", "no-op", "missing", "failed"
 
 # Generated code that is never the user's: FX graph modules, frozen importlib.
 _GENERATED_PREFIXES = ("<eval_with_key", "<frozen ")
@@ -64,9 +68,13 @@ class SiteRecorder:
         self._dirs = tuple(sorted({os.path.join(os.path.realpath(d), "") for d in internal_dirs}))
         self._internal: dict[int, bool] = {}
         self._codes: dict[int, CodeType] = {}
-        self.counts: dict[Key, int] = {}
+        #: A one-element list (a counter cell) per site: a caller that keeps a site's cell
+        #: increments it without hashing the key again (see ``Server.function``).
+        self.counts: dict[Key, list[int]] = {}
         self.status: dict[Key, str] = {}
         self.meta: dict[str, tuple[str, str]] = {}
+        #: api -> (code, offset, counter cell, key) of its last user site; replaced whole (thread-safe)
+        self._last: dict[str, tuple[CodeType, int, list[int], Key]] = {}
 
     # -------------------------------------------------------------- classification
 
@@ -118,30 +126,47 @@ class SiteRecorder:
             return ()  # type: ignore[return-value]
         frame = _getframe(depth)
         code = frame.f_code
+        seen = self._last.get(api)
+        if seen is not None and seen[0] is code and seen[1] == frame.f_lasti:
+            seen[2][0] += 1  # the same user site as the last call (a loop)
+            return seen[3]  # type: ignore[no-any-return]
         flag = self._internal.get(id(code))
         if flag is None:
             flag = self._classify(code, frame)
         if flag:
             return None
-        key = (id(code), frame.f_lasti, api)
-        counts = self.counts
-        counts[key] = counts.get(key, 0) + 1
+        return self._count(code, frame.f_lasti, api)
+
+    def _count(self, code: CodeType, offset: int, api: str) -> Key:
+        key = (id(code), offset, api)
+        cell = self.cell(key)
+        cell[0] += 1
+        self._last[api] = (code, offset, cell, key)
         return key
+
+    def cell(self, key: Key) -> list[int]:
+        """The counter cell of site ``key`` (created at 0)."""
+        cell = self.counts.get(key)
+        if cell is None:
+            cell = self.counts.setdefault(key, [0])
+        return cell
 
     def hit(self, api: str, depth: int = 2) -> Key | None:
         """Count a call of ``api``, attributed to the nearest user frame at or above ``depth``."""
         if is_compiling():
             return None
-        frame = self._user_frame(_getframe(depth))
-        if frame is None:
+        frame = _getframe(depth)
+        seen = self._last.get(api)
+        if seen is not None and seen[0] is frame.f_code and seen[1] == frame.f_lasti:
+            seen[2][0] += 1  # the same user site as the last call (a loop)
+            return seen[3]  # type: ignore[no-any-return]
+        user = self._user_frame(frame)
+        if user is None:
             return None
-        key = (id(frame.f_code), frame.f_lasti, api)
-        counts = self.counts
-        counts[key] = counts.get(key, 0) + 1
-        return key
+        return self._count(user.f_code, user.f_lasti, api)
 
     def mark(self, key: Key | None, status: str) -> None:
-        """Set the status of a counted site (``missing`` or ``failed``)."""
+        """Set the status of a counted site (``no-op``, ``missing`` or ``failed``)."""
         if key:
             self.status[key] = status
 
@@ -157,7 +182,7 @@ class SiteRecorder:
     def sites(self) -> list[Site]:
         """The counted sites, ordered by file and line."""
         merged: dict[tuple[int, int, str], list[Any]] = {}
-        for key, count in list(self.counts.items()):
+        for key, (count,) in list(self.counts.items()):
             code_id, offset, api = key
             code = self._codes[code_id]
             line = _line(code, offset)
@@ -174,7 +199,7 @@ class SiteRecorder:
         return out
 
 
-_RANK = {REDIRECTED: 0, MISSING: 1, FAILED: 2}
+_RANK = {REDIRECTED: 0, NOOP: 1, MISSING: 2, FAILED: 3}
 
 
 def _line(code: CodeType, offset: int) -> int:

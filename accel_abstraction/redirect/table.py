@@ -14,8 +14,10 @@ from typing import Any
 from ..errors import PluginError
 from .amp import amp_redirects
 from .cuda_module import cuda_module_redirects
+from .data import data_redirects
 from .dist import dist_redirects
 from .knobs import knob_redirects
+from .nvtx import nvtx_redirects
 from .serve import Server
 from .spec import Redirect
 from .tensors import tensor_redirects
@@ -49,7 +51,10 @@ def plugin_redirects(s: Server) -> list[Redirect]:
 def build_redirects(s: Server) -> list[Redirect]:
     """Every redirect to install for ``s.backend``: one per ``(target, name)``, plugins last (they win)."""
     table: dict[tuple[int, str], Redirect] = {}
-    core = cuda_module_redirects(s) + tensor_redirects(s) + amp_redirects(s) + dist_redirects(s) + knob_redirects(s)
+    core = (
+        cuda_module_redirects(s) + tensor_redirects(s) + amp_redirects(s) + dist_redirects(s)
+        + knob_redirects(s) + nvtx_redirects(s) + data_redirects(s)
+    )  # fmt: skip
     for r in core + plugin_redirects(s):
         table[(id(r.target), r.name)] = r
     return list(table.values())

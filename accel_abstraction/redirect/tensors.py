@@ -19,7 +19,9 @@ from typing import Any
 
 import torch
 
+from .hints import port_hint
 from .serve import Server
+from .sites import NOOP
 from .spec import Redirect
 
 __all__ = ["FACTORIES", "tensor_redirects"]
@@ -36,13 +38,12 @@ FACTORIES = (
 #: Tensor methods taking a ``device=`` keyword.
 TENSOR_NEW = ("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "new_empty_strided")
 
-_HINT_DEVICE = "device=accel.device()"
 
 
 def _device_kw(s: Server, api: str, original: Callable[..., Any]) -> Callable[..., Any]:
     translate = s.translator.translate
     rec = s.recorder
-    rec.describe(api, "device", _HINT_DEVICE)
+    rec.describe(api, "device", port_hint(api))
 
     def replacement(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
@@ -61,7 +62,7 @@ def _device_kw(s: Server, api: str, original: Callable[..., Any]) -> Callable[..
 def _to(s: Server, api: str, original: Callable[..., Any]) -> Callable[..., Any]:
     to_args = s.translator.to_args
     rec = s.recorder
-    rec.describe(api, "device", ".to(accel.device())")
+    rec.describe(api, "device", port_hint(api))
 
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
         if args or kwargs:
@@ -80,8 +81,8 @@ def tensor_redirects(s: Server) -> list[Redirect]:
     rec = s.recorder
     out: list[Redirect] = []
 
-    def add(target: Any, name: str, replacement: Any, api: str, hint: str = _HINT_DEVICE) -> None:
-        out.append(Redirect(target, name, replacement, "device", api, hint, record=False))
+    def add(target: Any, name: str, replacement: Any, api: str) -> None:
+        out.append(Redirect(target, name, replacement, "device", api, port_hint(api), record=False))
 
     for name in FACTORIES:
         fn = getattr(torch, name, None)
@@ -96,32 +97,32 @@ def tensor_redirects(s: Server) -> list[Redirect]:
 
     tensor_to = torch.Tensor.to
     module_to = torch.nn.Module.to
-    add(torch.Tensor, "to", _to(s, "Tensor.to(cuda)", tensor_to), "Tensor.to(cuda)", ".to(accel.device())")
-    add(torch.nn.Module, "to", _to(s, "Module.to(cuda)", module_to), "Module.to(cuda)", ".to(accel.device())")
+    add(torch.Tensor, "to", _to(s, "Tensor.to(cuda)", tensor_to), "Tensor.to(cuda)")
+    add(torch.nn.Module, "to", _to(s, "Module.to(cuda)", module_to), "Module.to(cuda)")
 
-    rec.describe("Tensor.cuda()", "device", ".to(accel.device())")
+    rec.describe("Tensor.cuda()", "device", port_hint("Tensor.cuda()"))
 
     def tensor_cuda(self: Any, device: Any = None, non_blocking: bool = False, memory_format: Any = torch.preserve_format) -> Any:
         rec.hit("Tensor.cuda()")
         return tensor_to(self, t.device_for(device), non_blocking=non_blocking, memory_format=memory_format)
 
     functools.update_wrapper(tensor_cuda, torch.Tensor.cuda)
-    add(torch.Tensor, "cuda", tensor_cuda, "Tensor.cuda()", ".to(accel.device())")
+    add(torch.Tensor, "cuda", tensor_cuda, "Tensor.cuda()")
 
-    rec.describe("Module.cuda()", "device", ".to(accel.device())")
+    rec.describe("Module.cuda()", "device", port_hint("Module.cuda()"))
 
     def module_cuda(self: Any, device: Any = None) -> Any:
         rec.hit("Module.cuda()")
         return module_to(self, t.device_for(device))
 
     functools.update_wrapper(module_cuda, torch.nn.Module.cuda)
-    add(torch.nn.Module, "cuda", module_cuda, "Module.cuda()", ".to(accel.device())")
+    add(torch.nn.Module, "cuda", module_cuda, "Module.cuda()")
 
     to_empty = torch.nn.Module.to_empty
     add(torch.nn.Module, "to_empty", _device_kw(s, "Module.to_empty(device=cuda)", to_empty), "Module.to_empty(device=cuda)")
 
     set_default = torch.set_default_device
-    rec.describe("torch.set_default_device(cuda)", "device", "torch.set_default_device(accel.device())")
+    rec.describe("torch.set_default_device(cuda)", "device", port_hint("torch.set_default_device(cuda)"))
 
     def set_default_device(device: Any) -> None:
         new = t.translate(device)
@@ -138,7 +139,7 @@ def tensor_redirects(s: Server) -> list[Redirect]:
 
     context_init = DeviceContext.__init__
     api = 'with torch.device("cuda")'
-    rec.describe(api, "device", "with accel.device():")
+    rec.describe(api, "device", port_hint(api))
 
     def device_context_init(self: Any, device: Any) -> None:
         new = t.translate(device)
@@ -147,10 +148,10 @@ def tensor_redirects(s: Server) -> list[Redirect]:
         context_init(self, new)
 
     functools.update_wrapper(device_context_init, context_init)
-    add(DeviceContext, "__init__", device_context_init, api, "with accel.device():")
+    add(DeviceContext, "__init__", device_context_init, api)
 
     load = torch.load
-    rec.describe("torch.load(map_location=cuda)", "device", "map_location=accel.device()")
+    rec.describe("torch.load(map_location=cuda)", "device", port_hint("torch.load(map_location=cuda)"))
 
     def torch_load(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
         hits: list[int] = []
@@ -161,5 +162,88 @@ def tensor_redirects(s: Server) -> list[Redirect]:
         return result
 
     functools.update_wrapper(torch_load, load)
-    add(torch, "load", torch_load, "torch.load(map_location=cuda)", "map_location=accel.device()")
+    add(torch, "load", torch_load, "torch.load(map_location=cuda)")
+    out.append(_pin_memory(s))
+    out.append(_is_cuda(s))
+    out.append(_generator(s))
     return out
+
+
+def _pin_memory(s: Server) -> Redirect:
+    """``Tensor.pin_memory()``: the backend's pinned copy, or the tensor itself where it has no pinned memory.
+
+    Pinning only speeds up host-to-device copies; on a backend without pinned memory
+    (cpu, the emulated neuron device) the tensor is returned as is, and the site is
+    reported as ``no-op``. ``x.pin_memory().to(device, non_blocking=True)`` then runs.
+    """
+    b = s.backend
+    rec = s.recorder
+    original = torch.Tensor.pin_memory
+    pinned = b.capabilities().supports("pinned_memory")
+    api = "Tensor.pin_memory()"
+    hint = port_hint(api)
+    rec.describe(api, "data", hint)
+
+    def pin_memory(self: Any, *args: Any, **kwargs: Any) -> Any:
+        key = rec.enter(api)
+        if key is None:
+            return original(self, *args, **kwargs)
+        if pinned:
+            return b.pin_memory(self)
+        rec.mark(key, NOOP)
+        return self
+
+    functools.update_wrapper(pin_memory, original)
+    return Redirect(torch.Tensor, "pin_memory", pin_memory, "data", api, hint, record=False)
+
+
+def _is_cuda(s: Server) -> Redirect:
+    """``Tensor.is_cuda``: True, for user code, on tensors on the backend's device.
+
+    Like ``torch.cuda.is_available()``, it answers for the backend the script runs on, so
+    a script's accelerator branch (``if x.is_cuda: ...``) is the one taken; torch's own
+    code reads the real attribute. On the cpu backend every CPU tensor is on the backend's device.
+    """
+    b = s.backend
+    rec = s.recorder
+    real = torch._C.TensorBase.is_cuda
+    device_type = b.device_type
+    api = "Tensor.is_cuda"
+    rec.describe(api, "device", port_hint(api))
+
+    def is_cuda(self: Any) -> bool:
+        if rec.enter(api) is None:
+            return real.__get__(self)  # type: ignore[no-any-return]
+        return self.device.type == device_type  # type: ignore[no-any-return]
+
+    prop = property(is_cuda, doc=real.__doc__)
+    return Redirect(torch.Tensor, "is_cuda", prop, "device", api, port_hint(api), record=False)
+
+
+class _GeneratorMeta(type):
+    real: Any = None
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, cls.real)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, cls.real)
+
+
+def _generator(s: Server) -> Redirect:
+    """``torch.Generator(device="cuda")``: a generator of the backend's device (``isinstance`` keeps working)."""
+    real = torch.Generator
+    translate = s.translator.translate
+    rec = s.recorder
+    api = 'torch.Generator(device="cuda")'
+    rec.describe(api, "rng", port_hint(api))
+
+    def __new__(cls: type, device: Any = "cpu") -> Any:  # noqa: N807
+        new = translate(device)
+        if new is not device:
+            rec.hit(api)
+        return real(new)
+
+    ns = {"__new__": __new__, "__doc__": real.__doc__, "__module__": "torch", "__qualname__": "Generator", "real": real}
+    cls = _GeneratorMeta("Generator", (), ns)
+    return Redirect(torch, "Generator", cls, "rng", api, port_hint(api), record=False)

@@ -118,6 +118,9 @@ class BackendConformance:
                 with pytest.raises(CapabilityError):
                     fn()
             return
+        if accel.capabilities().memory_source == "process":
+            self._process_memory_follows_allocations()
+            return
         before = accel.memory_allocated()
         assert isinstance(before, int) and before >= 0
         x = torch.empty(4 * _MIB, dtype=torch.uint8, device=accel.device())
@@ -131,6 +134,28 @@ class BackendConformance:
         assert after <= during - 4 * _MIB, (during, after)
         accel.reset_peak_memory_stats()
         assert accel.max_memory_allocated() == accel.memory_allocated()
+
+    def _process_memory_follows_allocations(self) -> None:
+        """Statistics of the process's resident memory: they move with memory actually written."""
+        size = 64 * _MIB  # above glibc's largest mmap threshold: freeing it returns the pages to the system
+        before = accel.memory_allocated()
+        assert isinstance(before, int) and before > 0
+        x = torch.ones(size, dtype=torch.uint8, device=accel.device())  # written: resident
+        during = accel.memory_allocated()
+        assert during - before >= size * 9 // 10, (before, during)
+        assert accel.max_memory_allocated() >= during
+        stats = accel.memory_stats()
+        assert stats["allocated_bytes.all.peak"] >= during
+        assert accel.memory_reserved() >= during - _MIB
+        del x
+        after = accel.memory_allocated()
+        assert after <= during - size * 9 // 10, (during, after)
+        assert accel.max_memory_allocated() >= during  # the peak stays until reset
+        accel.reset_peak_memory_stats()
+        peak, now = accel.max_memory_allocated(), accel.memory_allocated()
+        assert now - _MIB <= peak < during - size // 2, (peak, now, during)  # restarted at the current size
+        free, total = accel.mem_get_info()
+        assert 0 < free <= total
 
     # ------------------------------------------------------------------ RNG
 

@@ -18,11 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
-def clean_selection(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def clean_selection(clean_accel_env: None) -> Iterator[None]:
     """Each test selects from scratch, with no ACCEL_* variable leaking in from the caller."""
-    for key in list(os.environ):
-        if key.startswith("ACCEL_"):
-            monkeypatch.delenv(key)
     runtime.reset()
     yield
     runtime.reset()

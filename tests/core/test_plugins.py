@@ -69,13 +69,20 @@ def test_plugin_whose_factory_raises(tmp_path: Path) -> None:
 
 
 def test_duplicate_backend_names_both_distributions(tmp_path: Path) -> None:
+    # The second plugin claiming a name fails alone; the first keeps it, every other backend works.
     make_plugin_dist(tmp_path, "one", GOOD, dist="accel-one")
     make_plugin_dist(tmp_path, "two", GOOD, dist="accel-two")
-    result = run_cli("info", pythonpath=tmp_path, cwd=tmp_path)
-    assert result.returncode == 2
-    err = result.stderr.strip().splitlines()[-1]
-    assert err.startswith("accel: error: backend name 'metadev' is registered twice")
-    assert "accel-one (plugin 'one')" in err and "accel-two (plugin 'two')" in err
+    result = run_cli("info", "--json", pythonpath=tmp_path, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = info_json(result.stdout)
+    status = {p["name"]: p for p in report["plugins"]}
+    assert status["one"]["status"] == "loaded" and status["one"]["backends"] == ["metadev"]
+    assert status["two"]["status"] == "failed"
+    err = status["two"]["error"]
+    assert err.startswith("backend name 'metadev' is registered twice")
+    assert "accel-one (plugin 'one')" in err and "plugin 'two' (accel-two)" in err
+    assert "plugin 'two' (accel-two) was not loaded: backend name 'metadev'" in result.stderr
+    assert report["selected"]["name"] == "cpu"
 
 
 def test_allow_list_loads_only_what_it_names(tmp_path: Path) -> None:

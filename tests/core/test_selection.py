@@ -157,7 +157,9 @@ def test_selection_happens_once_across_threads(test_plugin: _TestPlugin) -> None
 def test_public_calls_are_bound_to_the_backend_after_selection(test_plugin: _TestPlugin) -> None:
     stale_device = accel.device  # taken before selection: the lazy stub
     accel.use("cpu")
-    assert accel.synchronize is torch.cpu.synchronize
+    # a plain function of the backend's hot bindings (torch.cpu.synchronize would ignore a bad device)
+    assert accel.synchronize is not accel._STUBS["synchronize"]
+    assert accel.synchronize.__qualname__ == "CpuBackend.hot_bindings.<locals>.synchronize"
     assert accel.device_count is torch.cpu.device_count
     assert accel.memory_allocated == accel.backend().memory_allocated
     assert stale_device() is accel.device()

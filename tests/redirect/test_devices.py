@@ -30,9 +30,18 @@ def test_indices_carry_over_and_nothing_is_string_replaced() -> None:
 
 
 def test_out_of_range_index_names_the_cuda_device() -> None:
-    t = DeviceTranslator(CpuBackend())
-    with pytest.raises(DeviceIndexError, match="'cuda:3' cannot be redirected.*'cpu'.*1 device"):
+    t = DeviceTranslator(TwoCpus())
+    with pytest.raises(DeviceIndexError, match="'cuda:3' cannot be redirected.*'cpu'.*2 devices"):
         t.translate("cuda:3")
+
+
+def test_every_rank_uses_the_one_device_of_a_single_device_backend() -> None:
+    t = DeviceTranslator(CpuBackend())
+    assert t.translate("cuda:3") == torch.device("cpu")  # torchrun's LOCAL_RANK=3 runs on the host
+    assert t.index(1) is None
+    with redirect_cuda():
+        torch.cuda.set_device(1)
+        assert torch.ones(1, device="cuda:1").device == torch.device("cpu")
 
 
 def test_to_args_translates_only_device_positions() -> None:

@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 import torch
+from accel_cpu.backend import CpuBackend
 
 from accel_abstraction.errors import CapabilityError
+from accel_abstraction.features import Capabilities
 from accel_abstraction.redirect import RedirectCapabilityError, redirect_cuda
 
 
 def test_api_without_equivalent_raises_capability_error_naming_it() -> None:
     with redirect_cuda() as r:
         with pytest.raises(CapabilityError) as info:
-            torch.cuda.get_device_properties(0)
+            torch.cuda.ipc_collect()
     err = info.value
     assert isinstance(err, RedirectCapabilityError)
-    assert err.api == "torch.cuda.get_device_properties" and err.backend == "cpu"
+    assert err.api == "torch.cuda.ipc_collect" and err.backend == "cpu"
     assert err.site.endswith(f"test_errors.py:{info.tb.tb_lineno}")
-    assert "torch.cuda.get_device_properties" in str(err) and "'cpu'" in str(err)
+    assert "torch.cuda.ipc_collect" in str(err) and "'cpu'" in str(err)
     assert [s.status for s in r.sites() if s.api == err.api] == ["failed"]
 
 
@@ -30,11 +33,27 @@ def test_streams_on_a_backend_without_them() -> None:
         assert not isinstance(object(), torch.cuda.Stream)
 
 
+class NoMemoryStats(CpuBackend):
+    """A backend that keeps no memory statistics."""
+
+    # The redirect treats the backend's own package as internal; this test module is user code.
+    __module__ = CpuBackend.__module__
+
+    def capabilities(self) -> Capabilities:
+        return replace(super().capabilities(), memory_stats=False)
+
+    def empty_cache(self) -> None:
+        self.require("memory_stats")
+
+
 def test_memory_stats_fail_unless_allowed_missing() -> None:
-    with redirect_cuda():
+    backend = NoMemoryStats()
+    with redirect_cuda(backend) as r:
         with pytest.raises(RedirectCapabilityError, match=r"torch\.cuda\.max_memory_allocated.*--allow-missing"):
             torch.cuda.max_memory_allocated()
-    with redirect_cuda(allow_missing=True) as r:
+        torch.cuda.empty_cache()  # no cache to empty: a no-op, whatever the options
+    assert {s.api: s.status for s in r.sites()}["torch.cuda.empty_cache"] == "no-op"
+    with redirect_cuda(backend, allow_missing=True) as r:
         assert torch.cuda.max_memory_allocated() == 0
         assert torch.cuda.memory_stats() == {}
         assert torch.cuda.reset_peak_memory_stats() is None

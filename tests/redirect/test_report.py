@@ -41,3 +41,21 @@ def test_table_and_json_name_file_and_line() -> None:
     [site] = data["sites"]
     assert (site["line"], site["api"], site["count"], site["status"]) == (line, "Tensor.cuda()", 1, "redirected")
     assert data["backend"] == "cpu" and data["calls"] == {"redirected": 1}
+
+
+def test_every_port_to_hint_comes_from_the_porting_tables() -> None:
+    from accel_abstraction.porting.mapping import hint_for
+    from accel_abstraction.redirect import redirect_cuda
+    from accel_abstraction.redirect.context import active_redirects
+    from accel_abstraction.redirect.hints import port_hint
+
+    with redirect_cuda() as r:
+        installed = active_redirects()
+        meta = dict(r.recorder.meta)
+    assert installed
+    for red in installed:
+        assert red.hint == port_hint(red.label), red.label
+        assert red.hint, f"{red.label}: no row in the mapping table and no scan rule"
+    for api, (_, hint) in meta.items():
+        assert hint == port_hint(api), api
+    assert port_hint("torch.cuda.seed_all") == hint_for("torch.cuda.seed_all")  # the two tools agree

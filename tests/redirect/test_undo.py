@@ -9,6 +9,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils._device import DeviceContext
+from torch.utils.data import DataLoader
 
 import accel_abstraction as accel
 from accel_abstraction.errors import AccelError
@@ -18,6 +19,7 @@ from accel_abstraction.redirect.context import active_redirects
 OWNERS = [
     torch, torch.cuda, torch.cuda.amp, torch.amp, torch.Tensor, torch.nn.Module, dist,
     type(torch.backends.cudnn), DeviceContext, DistributedDataParallel,
+    type(torch.backends.cuda.matmul), torch.backends.cuda, torch.cuda.nvtx, DataLoader,
 ]  # fmt: skip
 
 

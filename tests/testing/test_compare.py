@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -16,10 +15,7 @@ from tests.testing import fakes, match_fns
 
 
 @pytest.fixture(autouse=True)
-def fake_backends(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in list(os.environ):
-        if key.startswith("ACCEL_"):
-            monkeypatch.delenv(key)
+def fake_backends(clean_accel_env: None) -> Iterator[None]:
     fakes.install()
     yield
     runtime.reset()

@@ -9,9 +9,10 @@ from typing import Any
 
 import torch
 
-from accel_abstraction.errors import CapabilityError
 from accel_abstraction.features import Availability, Capabilities
 from accel_abstraction.interface import Backend, DeviceLike
+
+from . import memory
 
 __all__ = ["CpuBackend"]
 
@@ -19,9 +20,12 @@ __all__ = ["CpuBackend"]
 class CpuBackend(Backend):
     """Runs on ``torch.device("cpu")``.
 
-    One device. No streams, events, pinned memory or allocator statistics: those raise
-    :class:`CapabilityError`. Autocast defaults to bfloat16 (PyTorch's CPU autocast
-    dtype), so ``GradScaler()`` is disabled unless ``amp_dtype="float16"`` is configured.
+    One device. No streams, events or pinned memory: those raise :class:`CapabilityError`.
+    Memory statistics are the process's resident set size and its kernel-kept peak
+    (``capabilities().memory_source == "process"``, see :mod:`accel_cpu.memory`); there is
+    no cache to empty, so :meth:`empty_cache` does nothing. Autocast defaults to bfloat16
+    (PyTorch's CPU autocast dtype), so ``GradScaler()`` is disabled unless
+    ``amp_dtype="float16"`` is configured.
     """
 
     name = "cpu"
@@ -38,15 +42,26 @@ class CpuBackend(Backend):
             deterministic=True,
             distributed=torch.distributed.is_available(),
             compile_backend="inductor",
+            memory_stats=memory.supported(),
+            memory_source="process",
         )
 
     def hot_bindings(self) -> Mapping[str, Callable[..., Any]]:
-        # torch.cpu's own functions have the same signatures and meaning: bind them directly.
+        # Only callables that mean exactly what the methods below mean. torch.cpu.synchronize
+        # ignores its argument, while accel.synchronize(7) must say index 7 does not exist, so
+        # it is bound to a plain function that checks a given device (torch's own is a Python
+        # function too: the same cost when no device is given).
+        index_of = self.index_of
+
+        def synchronize(device: DeviceLike = None) -> None:
+            if device is not None:
+                index_of(device)
+
         return {
-            "synchronize": torch.cpu.synchronize,
+            "synchronize": synchronize,
             "device_count": torch.cpu.device_count,
             "current_device": _current_device,
-            "manual_seed": torch.default_generator.manual_seed,
+            "manual_seed": torch.default_generator.manual_seed,  # argument checked by accel's binding
         }
 
     # identity ---------------------------------------------------------------
@@ -65,7 +80,8 @@ class CpuBackend(Backend):
         return f"CPU ({os.cpu_count()} logical cores, {torch.get_num_threads()} torch threads)"
 
     def synchronize(self, device: DeviceLike = None) -> None:
-        self.index_of(device)
+        if device is not None:
+            self.index_of(device)
 
     # RNG: the CPU device *is* the default generator ---------------------------
 
@@ -110,10 +126,40 @@ class CpuBackend(Backend):
     def before_init_process_group(self, local_rank: int) -> None:
         """Nothing to bind: every rank shares the host's CPU."""
 
-    # memory: no allocator statistics on the CPU --------------------------------
+    # memory: the process's RSS and its peak (accel_cpu.memory) --------------------
+
+    def memory_allocated(self, device: DeviceLike = None) -> int:
+        """The process's resident set size in bytes (not only tensors: see :mod:`accel_cpu.memory`)."""
+        self._memory(device)
+        return memory.rss()
+
+    def max_memory_allocated(self, device: DeviceLike = None) -> int:
+        """The peak resident set size since start or the last :meth:`reset_peak_memory_stats`."""
+        self._memory(device)
+        return memory.peak()
+
+    memory_reserved = memory_allocated
+    max_memory_reserved = max_memory_allocated
+
+    def reset_peak_memory_stats(self, device: DeviceLike = None) -> None:
+        self._memory(device)
+        memory.reset_peak()
 
     def empty_cache(self) -> None:
-        raise CapabilityError(self.name, "memory_stats", "the CPU allocator keeps no statistics")
+        """Nothing to do: the CPU allocator returns freed memory directly, it keeps no cache."""
+
+    def memory_stats(self, device: DeviceLike = None) -> dict[str, Any]:
+        self._memory(device)
+        return dict(memory.stats())
+
+    def mem_get_info(self, device: DeviceLike = None) -> tuple[int, int]:
+        """``(available, total)`` host memory (``MemAvailable``, ``MemTotal``)."""
+        self._memory(device)
+        return memory.mem_info()
+
+    def _memory(self, device: DeviceLike) -> None:
+        self.require("memory_stats")
+        self.index_of(device)
 
     def env_info(self) -> list[tuple[str, str]]:
         return [

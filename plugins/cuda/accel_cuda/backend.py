@@ -68,13 +68,27 @@ class CudaBackend(Backend):
         )
 
     def hot_bindings(self) -> Mapping[str, Callable[..., Any]]:
+        # torch.cuda's argument-less calls mean what the methods mean: bound as they are. Those
+        # taking a device get accel's device check first (torch's own differs: "invalid device
+        # ordinal" instead of DeviceIndexError), in a closure cheaper than the generic method.
         cuda = torch.cuda
+        index_of = self.index_of
+
+        def synchronize(device: DeviceLike = None) -> None:
+            cuda.synchronize(None if device is None else index_of(device))
+
+        def memory_allocated(device: DeviceLike = None) -> int:
+            return int(cuda.memory_allocated(None if device is None else index_of(device)))
+
+        def max_memory_allocated(device: DeviceLike = None) -> int:
+            return int(cuda.max_memory_allocated(None if device is None else index_of(device)))
+
         return {
-            "synchronize": cuda.synchronize,
+            "synchronize": synchronize,
             "device_count": cuda.device_count,
             "current_device": cuda.current_device,
-            "memory_allocated": cuda.memory_allocated,
-            "max_memory_allocated": cuda.max_memory_allocated,
+            "memory_allocated": memory_allocated,
+            "max_memory_allocated": max_memory_allocated,
         }
 
     def is_bf16_supported(self) -> bool:

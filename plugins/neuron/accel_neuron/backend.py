@@ -127,7 +127,8 @@ class NeuronBackend(Backend):
             from . import emulator
             from .emulated_dist import register_emulated_process_group
 
-            emulator.install()
+            ns = self.neuron_settings
+            emulator.install(ns.emulate_devices, source=str(ns.source_of("emulate_devices")))
             register_emulated_process_group()
         else:
             import torch_neuronx  # noqa: F401
@@ -149,7 +150,7 @@ class NeuronBackend(Backend):
             tf32=False,
             distributed=torch.distributed.is_available(),
             visible_devices=True,
-            compile_backend=None if self.emulated else "neuron",
+            compile_backend="neuron",  # emulated: the emulator's backend of that name (emulator/compile.py)
             extras={"emulated": self.emulated},
         )
 
@@ -162,8 +163,16 @@ class NeuronBackend(Backend):
     # ---------------------------------------------------------------- distributed
 
     def before_init_process_group(self, local_rank: int) -> None:
-        """Give the rank its NeuronCore without touching the runtime (it must start after init)."""
-        if not self.emulated:
+        """Give the rank its NeuronCore without touching the runtime (it must start after init).
+
+        Emulated: local rank r uses ``neuron:r`` (when the emulator has that many devices).
+        """
+        if self.emulated:
+            from . import emulator
+
+            if emulator.is_installed():  # activate() installs it; nothing to choose from before
+                super().before_init_process_group(local_rank)
+        else:
             os.environ.setdefault("NEURON_RT_VISIBLE_CORES", str(local_rank))
 
     # ---------------------------------------------------------------- info

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 NEURON_NAMES = """is_available device_count current_device set_device device is_initialized init get_device_name
@@ -17,7 +16,7 @@ def test_import_installs_nothing_and_install_logs_once(fresh_process):
     assert fresh_process["torch_neuron_after_import"] is False
     assert fresh_process["privateuse1_after_import"] == "privateuseone"
     assert fresh_process["installed"] is True
-    assert fresh_process["log"] == ["neuron device emulated on the CPU"]
+    assert fresh_process["log"] == ["neuron device emulated on the CPU (2 devices)"]
 
 
 def test_install_refuses_when_another_backend_owns_privateuse1(run_python):
@@ -68,7 +67,7 @@ def test_device_module_exposes_native_names(neuron_emulator):
     assert missing == []
     assert not hasattr(torch.neuron, "get_rng_state_all")
     assert torch.neuron._is_emulated is True
-    assert torch.neuron.is_available() and torch.neuron.device_count() == 1
+    assert torch.neuron.is_available() and torch.neuron.device_count() == 2  # the default count
     assert torch.neuron.is_bf16_supported() is True
     assert torch.neuron.get_amp_supported_dtype() == [torch.float32, torch.float16, torch.bfloat16]
     props = torch.neuron.get_device_properties(0)
@@ -88,12 +87,3 @@ def test_streams_and_events_are_synchronous_noops(neuron_emulator):
     torch.neuron.synchronize()
     assert e.query() and s.query()
     assert x.cpu().tolist() == [2.0, 2.0, 2.0]
-
-
-def test_device_context_accepts_only_device_zero(neuron_emulator):
-    from accel_neuron.emulator import EmulatorError
-
-    with torch.neuron.device(0):
-        torch.neuron.set_device("neuron:0")
-    with pytest.raises(EmulatorError, match="one device per process"):
-        torch.neuron.set_device(1)

@@ -39,16 +39,20 @@ def test_in_process_copies_and_serialization_round_trip():
     assert all(torch.equal(sd[k].cpu(), v.cpu()) for k, v in m.state_dict().items())
 
 
-def test_second_device_is_a_clear_error():
+def test_device_beyond_the_emulated_count_is_a_clear_error():
     from accel_neuron.emulator import EmulatorError
 
+    n = torch.neuron.device_count()
     for make in (
-        lambda: torch.ones(2, device="neuron:1"),
-        lambda: torch.ones(2).to("neuron:1"),
-        lambda: torch.UntypedStorage(4, device="neuron:1"),
-        lambda: torch.neuron.set_device(1),
+        lambda: torch.ones(2, device=f"neuron:{n}"),
+        lambda: torch.ones(2).to(f"neuron:{n}"),
+        lambda: torch.UntypedStorage(4, device=f"neuron:{n}"),
+        lambda: torch.neuron.set_device(n),
+        lambda: torch.neuron.device(n),
     ):
-        with pytest.raises(EmulatorError, match="one device per process"):
+        with pytest.raises(
+            EmulatorError, match=f"neuron:{n} does not exist: the neuron emulator has {n} dev"
+        ):
             make()
 
 

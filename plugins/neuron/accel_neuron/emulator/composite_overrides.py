@@ -1,4 +1,4 @@
-"""Autograd-level kernels for composite ops whose decomposition depends on the device.
+"""Kernels for composite ops whose decomposition depends on the device.
 
 Some CompositeImplicitAutograd ops choose their decomposition by device:
 ``dropout`` takes the fused ``native_dropout`` on PrivateUse1 but
@@ -6,11 +6,24 @@ Some CompositeImplicitAutograd ops choose their decomposition by device:
 takes the math path on PrivateUse1 but the CPU flash kernel on the CPU. To
 give bitwise CPU results, these are registered at AutogradPrivateUse1 with
 the decomposition the CPU would run (autograd then records the sub-ops).
+
+Others have a dedicated CPU kernel next to their composite one
+(``mish_backward``, ``native_channel_shuffle``): the composite would win on
+PrivateUse1, so they get the generic CPU-view kernel explicitly. The
+recurrent layers run as CPU autograd islands (:mod:`.cpu_islands`).
+``_efficientzerotensor`` (the zero gradients autograd hands out, e.g. by
+``sgn``'s backward) has only per-device kernels; on neuron it is a
+materialized zero tensor (values equal; ``_is_zerotensor()`` is False).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
+
+from . import cpu_islands, cpu_policies, fallback
+from .compile import sdp_choice
 
 aten = torch.ops.aten
 
@@ -63,9 +76,8 @@ def _sdpa(
     enable_gqa: bool = False,
 ) -> torch.Tensor:
     # What the CPU runs: ask the CPU backend chooser, then call the CPU flash kernel or the math path.
-    choice = aten._fused_sdp_choice(
-        query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
-    )
+    # (sdp_choice: the CPU's answer, with the CPU's requires_grad flags, also while torch.compile traces)
+    choice = sdp_choice(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     mask = _bool_mask_to_additive(attn_mask, query.dtype)
     if choice == _FLASH:
         return aten._scaled_dot_product_flash_attention_for_cpu(
@@ -76,8 +88,41 @@ def _sdpa(
     )[0]
 
 
+def _efficientzerotensor(
+    size: Any, *, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None
+) -> torch.Tensor:
+    return torch.zeros(size, dtype=dtype, layout=layout, device=device)
+
+
+def dedicated_cpu_kernel_ops() -> list[str]:
+    """Ops with both a CompositeImplicitAutograd kernel and a CPU kernel, and none for neuron yet."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    names = torch._C._dispatch_get_registrations_for_dispatch_key("CompositeImplicitAutograd")
+    return sorted(n for n in names if n.startswith("aten::") and has(n, "CPU") and not has(n, "PrivateUse1"))
+
+
 def register(lib: torch.library.Library) -> None:
-    """Register the CPU-shaped decompositions at AutogradPrivateUse1 in `lib` (an aten IMPL library)."""
+    """Register the CPU-shaped kernels in `lib` (an aten IMPL library)."""
     lib.impl("dropout", _dropout, "AutogradPrivateUse1")
     lib.impl("dropout_", _dropout_, "AutogradPrivateUse1")
     lib.impl("scaled_dot_product_attention", _sdpa, "AutogradPrivateUse1")
+    lib.impl("_efficientzerotensor", _efficientzerotensor, "PrivateUse1")
+    for qualname in dedicated_cpu_kernel_ops():
+        name = qualname.split("::", 1)[1]
+        base, _, overload = name.partition(".")
+        op = getattr(getattr(aten, base), overload or "default")
+        lib.impl(name, fallback.kernel_for(op), "PrivateUse1")
+    cpu_islands.register(lib)
+    _register_sparse()
+    cpu_policies.apply()
+
+
+_sparse_libs: list[torch.library.Library] = []  # kept alive: dropping a Library unregisters it
+
+
+def _register_sparse() -> None:
+    """Make sparse ops on neuron raise the emulator's error instead of a missing-kernel error."""
+    lib = torch.library.Library("_", "IMPL")
+    for key in ("SparsePrivateUse1", "SparseCsrPrivateUse1"):
+        lib.fallback(fallback.sparse_fallback_kernel, key)
+    _sparse_libs.append(lib)

@@ -1,10 +1,11 @@
 """``torch.neuron``: the device module of the emulated device.
 
 It exposes the names the native backend's ``torch.neuron`` documents (see
-NEURON.md), with the emulator's semantics: one device (index 0) per process,
+NEURON.md), with the emulator's semantics: ``N`` devices per process
+(``ACCEL_NEURON_EMULATE_DEVICES``, default 2) with a current device per thread,
 synchronous execution (streams and events are no-ops that keep the API
-shape), memory statistics counted per storage, and a device generator of its
-own. ``_is_emulated`` is True so a backend can tell emulation from hardware.
+shape), memory statistics counted per storage and device, and a generator per
+device. ``_is_emulated`` is True so a backend can tell emulation from hardware.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from typing import Any
 
 import torch
 
-from . import memory, rng
-from .errors import limit
+from . import devices, memory, rng
 
 _is_emulated = True
 
@@ -28,29 +28,7 @@ _TOTAL_MEMORY = 24 * 1024**3
 _initialized = False
 
 
-def _index(device: _DeviceLike) -> int:
-    """Validate a device argument and return its index (always 0 here)."""
-    if device is None:
-        return 0
-    if isinstance(device, str):
-        device = torch.device(device)
-    if isinstance(device, torch.device):
-        if device.type != "neuron":
-            raise ValueError(f"expected a neuron device, got {device}")
-        idx = 0 if device.index is None else device.index
-    elif isinstance(device, int):
-        idx = device
-    else:
-        raise TypeError(f"expected a device index, string or torch.device, got {device!r}")
-    if idx == -1:
-        return 0
-    if idx != 0:
-        raise limit(
-            f"neuron device index {idx}",
-            "The emulator has one device per process (neuron:0); "
-            "run one process per device, as torchrun does on Trainium.",
-        )
-    return 0
+_index = devices.index_of
 
 
 # ---------------------------------------------------------------- devices
@@ -62,31 +40,69 @@ def is_available() -> bool:
 
 
 def device_count() -> int:
-    """1: the emulator provides one device per process."""
-    return 1
+    """How many devices the emulator shows (``ACCEL_NEURON_EMULATE_DEVICES``, default 2)."""
+    return devices.count()
 
 
 def current_device() -> int:
-    """The current device index (always 0)."""
-    return 0
+    """The index of the calling thread's current device (0 until :func:`set_device`)."""
+    return devices.current()
 
 
 def set_device(device: _DeviceLike) -> None:
-    """Select the current device; only index 0 exists."""
-    _index(device)
+    """Make `device` the calling thread's current device (-1 and None change nothing).
+
+    Like ``torch.cuda.set_device`` it initialises the device (:func:`is_initialized`).
+    """
+    global _initialized
+    if device is None or device == -1:
+        return
+    devices.set_current(_index(device))
+    _initialized = True
+
+
+def _exchange_device(device: int) -> int:
+    """Make index `device` current and return the previous index (-1: change nothing, return -1)."""
+    if device < 0:
+        return -1
+    prev = devices.current()
+    devices.set_current(devices.check(device))
+    return prev
+
+
+_maybe_exchange_device = _exchange_device  # as torch.cuda/xpu/mtia name the pair (dynamo device interface)
 
 
 class device:
-    """Context manager that selects a device (only index 0 exists; -1 and None are no-ops)."""
+    """Context manager that makes a device current for its body (-1 and None change nothing)."""
 
     def __init__(self, device: _DeviceLike) -> None:
-        self.idx = _index(device)
+        self.idx = -1 if device is None or device == -1 else _index(device)
+        self.prev_idx = -1
 
     def __enter__(self) -> None:
-        return None
+        self.prev_idx = _exchange_device(self.idx)
 
     def __exit__(self, *exc: object) -> None:
-        return None
+        _exchange_device(self.prev_idx)
+
+
+class device_of(device):
+    """Context manager that makes the device of tensor `obj` current (a CPU tensor: no change)."""
+
+    def __init__(self, obj: torch.Tensor) -> None:
+        super().__init__(obj.get_device() if obj.device.type == "neuron" else -1)
+
+
+class _utils:  # noqa: N801 - the name torch.serialization looks for
+    """``torch.neuron._utils``: what ``torch.load(map_location="neuron[:i]")`` asks the device module."""
+
+    @staticmethod
+    def _get_device_index(device: _DeviceLike, optional: bool = False, allow_cpu: bool = False) -> int:
+        """The index `device` names; no index means the current device (as for CUDA)."""
+        if allow_cpu and isinstance(device, (str, torch.device)) and torch.device(device).type == "cpu":
+            return -1
+        return _index(device)
 
 
 def is_initialized() -> bool:
@@ -133,50 +149,42 @@ def synchronize(device: _DeviceLike = None) -> None:
 
 def memory_allocated(device: _DeviceLike = None) -> int:
     """Bytes held by live neuron storages."""
-    _index(device)
-    return memory.allocated()
+    return memory.allocated(_index(device))
 
 
 def max_memory_allocated(device: _DeviceLike = None) -> int:
     """Peak of :func:`memory_allocated` since the last :func:`reset_peak_memory_stats`."""
-    _index(device)
-    return memory.peak()
+    return memory.peak(_index(device))
 
 
 def memory_reserved(device: _DeviceLike = None) -> int:
     """Bytes reserved: no caching allocator, so equal to :func:`memory_allocated`."""
-    _index(device)
-    return memory.allocated()
+    return memory.allocated(_index(device))
 
 
 def max_memory_reserved(device: _DeviceLike = None) -> int:
     """Peak of :func:`memory_reserved`."""
-    _index(device)
-    return memory.peak()
+    return memory.peak(_index(device))
 
 
 def memory_stats(device: _DeviceLike = None) -> OrderedDict[str, Any]:
     """A statistics dict; its keys are not a stable contract (as on the native backend)."""
-    _index(device)
-    return memory.stats()
+    return memory.stats(_index(device))
 
 
 def memory_summary(device: _DeviceLike = None, abbreviated: bool = False) -> str:
     """A human-readable summary of the memory statistics."""
-    _index(device)
-    return memory.summary()
+    return memory.summary(_index(device))
 
 
 def reset_peak_memory_stats(device: _DeviceLike = None) -> None:
     """Set the peaks to the current values."""
-    _index(device)
-    memory.reset_peak()
+    memory.reset_peak(_index(device))
 
 
 def reset_accumulated_memory_stats(device: _DeviceLike = None) -> None:
     """Zero the counts of allocations and frees."""
-    _index(device)
-    memory.reset_accumulated()
+    memory.reset_accumulated(_index(device))
 
 
 def empty_cache() -> None:
@@ -187,40 +195,39 @@ def empty_cache() -> None:
 
 
 def manual_seed(seed: int) -> None:
-    """Seed the device generator."""
-    rng.manual_seed(seed)
+    """Seed the generator of the current device."""
+    rng.manual_seed(seed, devices.current())
 
 
 def manual_seed_all(seed: int) -> None:
-    """Seed the generator of every device (there is one)."""
-    rng.manual_seed(seed)
+    """Seed the generator of every device with `seed`."""
+    for index in range(devices.count()):
+        rng.manual_seed(seed, index)
 
 
 def seed() -> None:
-    """Seed the device generator with a non-deterministic number."""
-    rng.seed()
+    """Seed the generator of the current device with a non-deterministic number."""
+    rng.seed(devices.current())
 
 
 def seed_all() -> None:
-    """Seed every device generator with a non-deterministic number."""
-    rng.seed()
+    """Seed every device generator with one non-deterministic number."""
+    manual_seed_all(rng.seed(0))
 
 
 def initial_seed() -> int:
-    """The seed of the device generator."""
-    return rng.initial_seed()
+    """The seed of the current device's generator."""
+    return rng.initial_seed(devices.current())
 
 
 def get_rng_state(device: _DeviceLike = "neuron") -> torch.Tensor:
-    """The device generator state as a CPU uint8 tensor."""
-    _index(device)
-    return rng.get_state()
+    """The generator state of `device` (default: the current device) as a CPU uint8 tensor."""
+    return rng.get_state(_index(device))
 
 
 def set_rng_state(new_state: torch.Tensor, device: _DeviceLike = "neuron") -> None:
-    """Restore a state from :func:`get_rng_state`."""
-    _index(device)
-    rng.set_state(new_state)
+    """Restore a state from :func:`get_rng_state` on `device` (default: the current device)."""
+    rng.set_state(new_state, _index(device))
 
 
 # ---------------------------------------------------------------- streams and events
@@ -230,14 +237,13 @@ class Stream:
     """A stream handle. Execution is synchronous, so waiting and recording do nothing."""
 
     def __init__(self, device: _DeviceLike = None, priority: int = 0, **kwargs: Any) -> None:
-        _index(device)
-        self.device_index = 0
+        self.device_index = _index(device)
         self.device_type = "neuron"
         self.priority = priority
 
     @property
     def device(self) -> torch.device:
-        return torch.device("neuron", 0)
+        return devices.DEVICES[self.device_index]
 
     def query(self) -> bool:
         return True
@@ -263,7 +269,7 @@ class Stream:
         return id(self)
 
     def __repr__(self) -> str:
-        return f"<torch.neuron.Stream device=neuron:0 (emulated, synchronous) at {id(self):#x}>"
+        return f"<torch.neuron.Stream device=neuron:{self.device_index} (emulated, synchronous) at {id(self):#x}>"
 
 
 class Event:
@@ -296,41 +302,46 @@ class Event:
         return (end_event._time - self._time) * 1000.0
 
 
-_default_stream = Stream()
-_current = [_default_stream]
+_default_streams: dict[int, Stream] = {}
+_current_streams: dict[int, Stream] = {}
 
 
 def default_stream(device: _DeviceLike = None) -> Stream:
-    """The default stream of the device."""
-    _index(device)
-    return _default_stream
+    """The default stream of `device` (default: the current device)."""
+    index = _index(device)
+    s = _default_streams.get(index)
+    if s is None:
+        s = _default_streams[index] = Stream(index)
+    return s
 
 
 def current_stream(device: _DeviceLike = None) -> Stream:
-    """The stream set by :func:`set_stream` (the default stream otherwise)."""
-    _index(device)
-    return _current[0]
+    """The stream set by :func:`set_stream` on `device` (its default stream otherwise)."""
+    index = _index(device)
+    s = _current_streams.get(index)
+    return s if s is not None else default_stream(index)
 
 
 def set_stream(stream: Stream) -> None:
-    """Make `stream` current."""
+    """Make `stream` current on its device."""
     if not isinstance(stream, Stream):
         raise TypeError(f"expected a torch.neuron.Stream, got {type(stream).__name__}")
-    _current[0] = stream
+    _current_streams[stream.device_index] = stream
 
 
 @contextlib.contextmanager
 def stream(stream: Stream | None):
-    """Context manager that makes `stream` current for its body."""
+    """Context manager that makes `stream` current (and its device, as ``torch.cuda.stream``) for its body."""
     if stream is None:
         yield
         return
-    prev = _current[0]
-    set_stream(stream)
-    try:
-        yield
-    finally:
-        _current[0] = prev
+    with device(stream.device_index):
+        prev = current_stream(stream.device_index)
+        set_stream(stream)
+        try:
+            yield
+        finally:
+            set_stream(prev)
 
 
 def wait_stream(stream: Stream) -> None:

@@ -5,10 +5,13 @@ schema (:class:`OpInfo`): which arguments are written to, where a device or
 generator argument sits, whether the op is random, whether it may change the
 geometry of an argument. A call then
 
-1. checks devices like CUDA does (a CPU tensor meeting a neuron tensor is an
-   error, except 0-dim CPU tensors, CPU index tensors and copies),
+1. checks devices like CUDA does (a CPU tensor meeting a neuron tensor, or
+   tensors on two neuron devices, is an error, except 0-dim CPU tensors, CPU
+   index tensors and copies), and picks the device of the result (an explicit
+   device argument, else the device of the neuron arguments, else the current
+   device),
 2. swaps neuron tensors for CPU views, ``device="neuron"`` for ``"cpu"`` and
-   an absent generator for the neuron generator,
+   an absent generator for the generator of the result's device,
 3. runs the op (below autograd, so the CPU kernel runs),
 4. returns written arguments as they were passed, and maps other CPU results
    back to neuron tensors over the same memory (views stay views).
@@ -25,7 +28,7 @@ from typing import Any
 
 import torch
 
-from . import rng, storage
+from . import devices, rng, storage
 
 _Tensor = torch.Tensor
 _device_cls = torch.device
@@ -33,6 +36,7 @@ _cpu_view = storage.cpu_view
 _fresh_view = storage.fresh_cpu_view
 _to_neuron = storage.to_neuron
 _CPU = torch.device("cpu")
+_generators = rng.generators
 
 # Ops that legitimately mix CPU and neuron tensors.
 _COPY_OPS = frozenset(
@@ -46,6 +50,14 @@ _COPY_OPS = frozenset(
         "aten::set_",
     }
 )
+# Tensor arguments that are CPU tensors by design on every device (PyTorch moves them there).
+_CPU_ARGS = {
+    "aten::_pack_padded_sequence": frozenset({"lengths"}),
+    "aten::_pad_packed_sequence": frozenset({"batch_sizes"}),
+    "aten::_pack_padded_sequence_backward": frozenset({"batch_sizes"}),
+}
+# Results that are CPU tensors by design (return positions).
+_CPU_RETURNS = {"aten::_pack_padded_sequence": frozenset({1})}
 # Ops that change the storage or geometry of a written argument.
 _RESHAPING_OPS = frozenset({"aten::set_", "aten::resize_", "aten::_resize_output_", "aten::resize_as_"})
 
@@ -69,12 +81,19 @@ class OpInfo:
         "has_out",
         "arg_names",
         "single_fresh",
+        "cpu_args",
+        "cpu_returns",
+        "call",
     )
 
     def __init__(self, op: torch._ops.OpOverload) -> None:
         schema = op._schema
+        self.call = op._op  # the C++ callable behind OpOverload.__call__ (one Python frame less)
         self.name = schema.name
         self.arg_names = [a.name for a in schema.arguments]
+        self.cpu_returns = _CPU_RETURNS.get(self.name, frozenset())
+        names = _CPU_ARGS.get(self.name, frozenset())
+        self.cpu_args = frozenset({i for i, n in enumerate(self.arg_names) if n in names} | set(names))
         write_pos: list[int] = []
         write_names: list[str] = []
         alias_of: dict[str, tuple[int, str]] = {}
@@ -134,17 +153,36 @@ def info_for(op: Any) -> OpInfo:
     return info
 
 
-def device_mismatch(info: OpInfo, where: Any) -> RuntimeError:
-    """The error a CUDA kernel raises when a CPU tensor meets a device tensor."""
+def device_mismatch(info: OpInfo, where: Any, found: Any = "cpu", expected: int = 0) -> RuntimeError:
+    """The error a CUDA kernel raises when tensors on two devices meet (`found`: the odd one's device)."""
     arg = where if isinstance(where, str) else info.arg_names[where]
     return RuntimeError(
-        "Expected all tensors to be on the same device, but found at least two devices, neuron:0 and cpu! "
-        f"(argument '{arg}' of {info.name} is on cpu; move it with .to('neuron'))"
+        f"Expected all tensors to be on the same device, but found at least two devices, neuron:{expected} "
+        f"and {found}! (argument '{arg}' of {info.name} is on {found}; move it with .to('neuron:{expected}'))"
     )
 
 
+def _raise_mismatch(info: OpInfo, where: Any, args: tuple, kwargs: dict, index: int) -> None:
+    """Find the tensor at `where` (or in the list there) that is not on neuron:`index`, and raise."""
+    value = kwargs.get(where) if isinstance(where, str) else args[where]
+    for t in value if isinstance(value, (list, tuple)) else (value,):
+        if isinstance(t, _Tensor) and t.device != devices.DEVICES[index] and not (t.is_cpu and t.dim() == 0):
+            raise device_mismatch(info, where, t.device, index)
+    raise device_mismatch(info, where, _CPU, index)  # pragma: no cover - `where` always holds one
+
+
+def _note_device(state: list, t: torch.Tensor, where: Any) -> None:
+    """Record neuron tensor `t`'s device in `state`, or `where` as the first mismatch."""
+    j = t.get_device()
+    if state[0] != j:
+        if state[0] < 0:
+            state[0] = j
+        elif state[1] is None:
+            state[1] = where
+
+
 def _convert_seq(info: OpInfo, value: list | tuple, where: Any, view: Any, state: list) -> Any:
-    """Convert a list argument (Tensor[], Tensor?[]); `state` = [saw_neuron, first offending position]."""
+    """Convert a list argument (Tensor[], Tensor?[]); `state` = [neuron index or -1, first offending position]."""
     first = value[0]
     index_arg = where in info.index_pos
     if not (isinstance(first, _Tensor) or (first is None and index_arg)):
@@ -157,7 +195,7 @@ def _convert_seq(info: OpInfo, value: list | tuple, where: Any, view: Any, state
                     state[1] = where
                 out.append(v)
             else:
-                state[0] = True
+                _note_device(state, v, where)
                 out.append(view(v))
         else:
             out.append(v)
@@ -170,7 +208,7 @@ def _convert_one(info: OpInfo, value: Any, where: Any, view: Any, state: list) -
             if state[1] is None and value.dim() != 0:
                 state[1] = where
             return value
-        state[0] = True
+        _note_device(state, value, where)
         return view(value)
     cls = value.__class__
     if (cls is list or cls is tuple) and value:
@@ -183,37 +221,41 @@ def _convert_one(info: OpInfo, value: Any, where: Any, view: Any, state: list) -
 def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
     """Run `op` with the CPU kernel on CPU views of its neuron arguments."""
     view = _fresh_view if info.resync else _cpu_view
-    saw_neuron = False
-    bad = None
+    index = -1  # device index of the neuron arguments (-1: none seen yet)
+    bad = None  # position of the first argument on another device
     cargs = list(args)
-    state = None
     for i, a in enumerate(args):
         if isinstance(a, _Tensor):
             if a.is_cpu:
                 if bad is None and a.dim() != 0:
                     bad = i
             else:
-                saw_neuron = True
+                j = a.get_device()
+                if index != j:
+                    if index < 0:
+                        index = j
+                    elif bad is None:
+                        bad = i
                 cargs[i] = view(a)
         elif a.__class__ is list or a.__class__ is tuple or a.__class__ is _device_cls:
-            if state is None:
-                state = [False, None]
+            state = [index, bad]
             cargs[i] = _convert_one(info, a, i, view, state)
+            index, bad = state
     if kwargs:
-        if state is None:
-            state = [False, None]
+        state = [index, bad]
         ckwargs = {k: _convert_one(info, v, k, view, state) for k, v in kwargs.items()}
+        index, bad = state
     else:
         ckwargs = {}
-    if state is not None:
-        saw_neuron = saw_neuron or state[0]
-        if bad is None:
-            bad = state[1]
-    if bad is not None and saw_neuron and info.check_devices:
-        raise device_mismatch(info, bad)
+    if bad is not None and index >= 0 and info.check_devices:
+        if info.cpu_args and bad in info.cpu_args:
+            bad = _first_misplaced(info, args, kwargs, index)
+        if bad is not None:
+            _raise_mismatch(info, bad, args, kwargs, index)
 
-    # Output device: an explicit device argument decides, else the neuron device.
+    # Output device: an explicit device argument decides, else the neuron arguments', else the current one.
     to_cpu = False
+    out_index = index
     if info.device_name is not None:
         dev = (
             kwargs.get(info.device_name)
@@ -223,36 +265,81 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
         if dev is not None:
             dev = torch.device(dev)
             to_cpu = dev.type == "cpu"
-            if dev.index and not to_cpu:
-                from .limits import check_index
-
-                check_index(dev)
+            if not to_cpu:
+                j = dev.index
+                out_index = devices.current() if j is None else devices.check(j)
+    if out_index < 0:
+        out_index = devices.current()
     if info.gen_name is not None:
         pos = info.gen_pos
+        gen = _generators[out_index]
         if isinstance(pos, str):
             if ckwargs.get(pos) is None:
-                ckwargs[pos] = rng.generator
+                ckwargs[pos] = gen
         elif pos < len(cargs):
             if cargs[pos] is None:
-                cargs[pos] = rng.generator
+                cargs[pos] = gen
         else:
-            ckwargs[info.gen_name] = rng.generator
+            ckwargs[info.gen_name] = gen
 
     if info.seeded:
-        with rng.swapped_in():
+        with rng.swapped_in(out_index):
             out = op(*cargs, **ckwargs)
     elif info.has_out:
         out = _run_out(op, info, args, kwargs, cargs, ckwargs)
     else:
-        out = op(*cargs, **ckwargs)
+        out = info.call(*cargs, **ckwargs)
 
     if info.resync:
         _resync(info, args, kwargs, cargs, ckwargs)
     if out is None:
         return None
-    if out.__class__ is _Tensor and info.single_fresh:
-        return out if to_cpu or not out.is_cpu else _to_neuron(out)
-    return _wrap(info, out, args, kwargs, to_cpu)
+    try:
+        if out.__class__ is _Tensor and info.single_fresh:
+            return out if to_cpu or not out.is_cpu else _to_neuron(out, out_index)
+        return _wrap(info, out, args, kwargs, to_cpu, out_index)
+    except NotImplementedError:
+        # A sparse CPU result ("Cannot access storage of SparseTensorImpl") has no neuron twin.
+        for x in torch.utils._pytree.tree_leaves(out):
+            if isinstance(x, _Tensor) and x.layout != torch.strided:
+                raise sparse_limit(info.name, x.layout) from None
+        raise
+
+
+def sparse_limit(op_name: str, layout: Any) -> Exception:
+    """The error for a sparse tensor on the neuron device."""
+    from .errors import limit
+
+    return limit(
+        f"{op_name}: a {layout} tensor on the neuron device",
+        "The emulated device holds dense (torch.strided) tensors only: keep sparse tensors on the CPU, "
+        "or call .to_dense() before moving them to neuron.",
+    )
+
+
+def sparse_fallback_kernel(op: Any, *args: Any, **kwargs: Any) -> Any:
+    """The SparsePrivateUse1 / SparseCsrPrivateUse1 fallback: a clear error naming the limit."""
+    layout = next(
+        (
+            x.layout
+            for x in torch.utils._pytree.tree_leaves((args, kwargs))
+            if isinstance(x, _Tensor) and x.layout != torch.strided
+        ),
+        "sparse",
+    )
+    raise sparse_limit(op._schema.name, layout)
+
+
+def _first_misplaced(info: OpInfo, args: tuple, kwargs: dict, index: int) -> Any:
+    """The first argument off neuron:`index` that is not CPU by design (nor a 0-dim CPU tensor), or None."""
+    dev = devices.DEVICES[index]
+    for where, value in [*enumerate(args), *kwargs.items()]:
+        if where in info.cpu_args or where in info.index_pos:
+            continue
+        for v in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(v, _Tensor) and v.device != dev and not (v.is_cpu and v.dim() == 0):
+                return where
+    return None
 
 
 def _arg(info: OpInfo, pos: int, name: str, args: tuple | list, kwargs: dict) -> Any:
@@ -282,7 +369,8 @@ def _follow(n: torch.Tensor, c: torch.Tensor) -> None:
         or n.stride() != c.stride()
         or n.storage_offset() != c.storage_offset()
     ):
-        storage.set_geometry(n, storage.neuron_storage_for(cst), c.storage_offset(), c.shape, c.stride())
+        st = storage.neuron_storage_for(cst, n.get_device())
+        storage.set_geometry(n, st, c.storage_offset(), c.shape, c.stride())
 
 
 def _run_out(op: Any, info: OpInfo, args: tuple, kwargs: dict, cargs: list, ckwargs: dict) -> Any:
@@ -303,7 +391,7 @@ def _run_out(op: Any, info: OpInfo, args: tuple, kwargs: dict, cargs: list, ckwa
     return op(*cargs, **ckwargs)
 
 
-def _wrap(info: OpInfo, out: Any, args: tuple, kwargs: dict, to_cpu: bool) -> Any:
+def _wrap(info: OpInfo, out: Any, args: tuple, kwargs: dict, to_cpu: bool, index: int) -> Any:
     if out is None:
         return None
     if isinstance(out, _Tensor):
@@ -312,7 +400,7 @@ def _wrap(info: OpInfo, out: Any, args: tuple, kwargs: dict, to_cpu: bool) -> An
             return _arg(info, src[0], src[1], args, kwargs)
         if to_cpu or not out.is_cpu:
             return out
-        return _to_neuron(out)
+        return _to_neuron(out, index)
     if isinstance(out, (tuple, list)):
         if len(info.ret_src) == 1 and isinstance(out, list):
             # one Tensor[] return
@@ -321,17 +409,20 @@ def _wrap(info: OpInfo, out: Any, args: tuple, kwargs: dict, to_cpu: bool) -> An
                 return _arg(info, src[0], src[1], args, kwargs)
             if to_cpu:
                 return out
-            return [_to_neuron(x) if isinstance(x, _Tensor) and x.is_cpu else x for x in out]
+            return [_to_neuron(x, index) if isinstance(x, _Tensor) and x.is_cpu else x for x in out]
         res = []
         for i, x in enumerate(out):
             src = info.ret_src[i] if i < len(info.ret_src) else None
             if src is not None:
                 res.append(_arg(info, src[0], src[1], args, kwargs))
-            elif isinstance(x, _Tensor) and x.is_cpu and not to_cpu:
-                res.append(_to_neuron(x))
+            elif isinstance(x, _Tensor) and x.is_cpu and not to_cpu and i not in info.cpu_returns:
+                res.append(_to_neuron(x, index))
             elif isinstance(x, list):
                 res.append(
-                    [_to_neuron(y) if isinstance(y, _Tensor) and y.is_cpu and not to_cpu else y for y in x]
+                    [
+                        _to_neuron(y, index) if isinstance(y, _Tensor) and y.is_cpu and not to_cpu else y
+                        for y in x
+                    ]
                 )
             else:
                 res.append(x)

@@ -19,9 +19,9 @@ _set_storage = torch.ops.aten.set_.source_Storage_storage_offset
 
 def _check_storage(self: torch.Tensor, source: Any) -> torch.UntypedStorage:
     st = source.untyped_storage() if isinstance(source, torch.TypedStorage) else source
-    if st.device.type != "neuron":
+    if st.device != self.device:
         raise RuntimeError(
-            f"Attempted to set the storage of a tensor on device neuron:0 to a storage on device {st.device}. "
+            f"Attempted to set the storage of a tensor on device {self.device} to a storage on device {st.device}. "
             "This is no longer allowed; the devices must match."
         )
     return st
@@ -61,9 +61,8 @@ def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.T
         fresh[: old.nbytes()].copy_(old)
         c = torch.empty(0, dtype=self.dtype).set_(fresh, self.storage_offset(), self.shape, self.stride())
         c.resize_(size, memory_format=memory_format)
-    storage.set_geometry(
-        self, storage.neuron_storage_for(c.untyped_storage()), c.storage_offset(), c.shape, c.stride()
-    )
+    st = storage.neuron_storage_for(c.untyped_storage(), self.get_device())
+    storage.set_geometry(self, st, c.storage_offset(), c.shape, c.stride())
     return self
 
 

@@ -7,7 +7,9 @@ device="neuron")``, ``copy.deepcopy``, ``torch.load(map_location="neuron")``)
 or fail with internal asserts. This module patches the Python entry points:
 
 * ``torch.UntypedStorage(..., device="neuron")`` allocates CPU memory and wraps
-  it (this also makes storage ``clone``, ``deepcopy`` and ``torch.load`` work);
+  it (this also makes storage ``clone``, ``deepcopy`` and ``torch.load`` work), and
+  ``UntypedStorage.resize_`` on a neuron storage moves it to new memory (FSDP frees
+  and re-allocates parameter storage that way);
 * ``torch.accelerator.synchronize``/``empty_cache``/``memory_*`` route to
   ``torch.neuron`` when they refer to the neuron device;
 * ``Tensor.pin_memory()`` returns an unpinned CPU copy (there is no pinned
@@ -23,21 +25,9 @@ from typing import Any
 
 import torch
 
-from . import device_module, storage
-from .errors import limit
+from . import device_module, devices, storage
 
 _patched = False
-
-
-def check_index(device: Any) -> None:
-    """Raise the one-device-per-process error for ``neuron:N``, N > 0."""
-    idx = device.index if isinstance(device, torch.device) else torch.device(device).index
-    if idx not in (None, 0, -1):
-        raise limit(
-            f"device neuron:{idx}",
-            "The emulator has one device per process (neuron:0); run one process per device, as "
-            "torchrun does on Trainium.",
-        )
 
 
 def _is_neuron(device: Any) -> bool:
@@ -55,12 +45,22 @@ def _patch_storage() -> None:
         if device is not None:
             dev = torch.device(device)
             if dev.type == "neuron":
-                check_index(dev)
-                return storage.neuron_storage_for(base_new(cls, *args, **kwargs))
+                index = devices.index_of(dev)
+                return storage.neuron_storage_for(base_new(cls, *args, **kwargs), index)
             return base_new(cls, *args, device=device, **kwargs)
         return base_new(cls, *args, **kwargs)
 
     torch.UntypedStorage.__new__ = __new__  # type: ignore[method-assign]
+
+    base_resize = torch.UntypedStorage.resize_
+
+    def resize_(self: torch.UntypedStorage, size: int) -> torch.UntypedStorage:
+        if self.device.type == "neuron":
+            storage.resize_storage(self, int(size))
+            return self
+        return base_resize(self, size)
+
+    torch.UntypedStorage.resize_ = resize_  # type: ignore[method-assign]
 
 
 def _route(name: str, target: Any, original: Any) -> Any:

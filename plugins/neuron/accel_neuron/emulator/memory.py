@@ -1,6 +1,6 @@
-"""Memory statistics of the emulated device, counted per neuron storage.
+"""Memory statistics of the emulated devices, counted per neuron storage and per device.
 
-Every neuron storage the emulator creates is counted here with its size
+Every neuron storage the emulator creates is counted here with its size and device
 (:func:`allocate`); a weak-reference callback on the storage's Python object,
 which lives exactly as long as the C++ storage, calls :func:`free` when the
 storage goes (see ``storage.py``). Zero-byte storages are not allocations.
@@ -12,21 +12,34 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-_state = {
-    "allocated": 0,
-    "peak": 0,
-    "alloc_count": 0,
-    "free_count": 0,
-    "allocated_total": 0,
-    "freed_total": 0,
-    "current_count": 0,
-    "peak_count": 0,
-}
+_KEYS = (
+    "allocated",
+    "peak",
+    "alloc_count",
+    "free_count",
+    "allocated_total",
+    "freed_total",
+    "current_count",
+    "peak_count",
+)
+
+# one statistics dict per device index (see ensure())
+_states: dict[int, dict[str, int]] = {}
 
 
-def allocate(nbytes: int) -> None:
-    """Count an allocation of `nbytes` bytes."""
-    s = _state
+def ensure(count: int) -> None:
+    """Give devices ``0 .. count-1`` zeroed statistics (at install)."""
+    for index in range(count):
+        _states.setdefault(index, dict.fromkeys(_KEYS, 0))
+
+
+def _state(index: int) -> dict[str, int]:
+    return _states[index]
+
+
+def allocate(nbytes: int, index: int = 0) -> None:
+    """Count an allocation of `nbytes` bytes on device `index`."""
+    s = _states[index]
     s["allocated"] += nbytes
     s["alloc_count"] += 1
     s["allocated_total"] += nbytes
@@ -37,40 +50,42 @@ def allocate(nbytes: int) -> None:
         s["peak_count"] = s["current_count"]
 
 
-def free(nbytes: int) -> None:
-    """Count the release of an allocation of `nbytes` bytes."""
-    s = _state
+def free(nbytes: int, index: int = 0) -> None:
+    """Count the release of an allocation of `nbytes` bytes on device `index`."""
+    s = _states[index]
     s["allocated"] -= nbytes
     s["free_count"] += 1
     s["freed_total"] += nbytes
     s["current_count"] -= 1
 
 
-def allocated() -> int:
-    """Bytes currently held by live neuron storages."""
-    return _state["allocated"]
+def allocated(index: int = 0) -> int:
+    """Bytes currently held by live neuron storages on device `index`."""
+    return _state(index)["allocated"]
 
 
-def peak() -> int:
+def peak(index: int = 0) -> int:
     """Highest value of :func:`allocated` since the last peak reset."""
-    return _state["peak"]
+    return _state(index)["peak"]
 
 
-def reset_peak() -> None:
-    """Set the peak statistics to the current values."""
-    _state["peak"] = _state["allocated"]
-    _state["peak_count"] = _state["current_count"]
+def reset_peak(index: int = 0) -> None:
+    """Set the peak statistics of device `index` to the current values."""
+    s = _state(index)
+    s["peak"] = s["allocated"]
+    s["peak_count"] = s["current_count"]
 
 
-def reset_accumulated() -> None:
-    """Zero the accumulated (ever allocated / freed) counters."""
+def reset_accumulated(index: int = 0) -> None:
+    """Zero the accumulated (ever allocated / freed) counters of device `index`."""
+    s = _state(index)
     for key in ("alloc_count", "free_count", "allocated_total", "freed_total"):
-        _state[key] = 0
+        s[key] = 0
 
 
-def stats() -> dict[str, Any]:
+def stats(index: int = 0) -> dict[str, Any]:
     """A `memory_stats()`-style ordered dict; use the accessor functions, not raw keys."""
-    s = _state
+    s = _state(index)
     out: OrderedDict[str, Any] = OrderedDict()
     for name, cur, peak_, alloc, freed in (
         ("allocated_bytes", s["allocated"], s["peak"], s["allocated_total"], s["freed_total"]),
@@ -86,14 +101,17 @@ def stats() -> dict[str, Any]:
     return out
 
 
-def summary() -> str:
-    """A short human-readable table of the statistics."""
-    s = _state
+def summary(index: int = 0) -> str:
+    """A short human-readable table of the statistics of device `index`."""
+    s = _state(index)
     lines = [
-        "neuron emulator memory summary (device neuron:0, CPU-backed)",
+        f"neuron emulator memory summary (device neuron:{index}, CPU-backed)",
         f"  allocated: {s['allocated']} B (peak {s['peak']} B)",
         f"  reserved:  {s['allocated']} B (no caching allocator: reserved == allocated)",
         f"  live storages: {s['current_count']} (peak {s['peak_count']})",
         f"  allocations: {s['alloc_count']}, frees: {s['free_count']}",
     ]
     return "\n".join(lines)
+
+
+ensure(1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
-from . import device_module, fallback, storage
+from . import device_module, devices, fallback, memory, rng
 
 # Ops with a CompositeExplicitAutograd kernel that must keep decomposing on neuron:
 # their decomposition calls other neuron kernels that do the right thing.
@@ -32,7 +32,10 @@ class _Hooks(torch._C._acc.PrivateUse1Hooks):
 
 
 class _Guard(torch._C._acc.DeviceGuard):
-    """Device guard: one device, index 0."""
+    """Device guard. PyTorch's Python guard only lets a backend name its type: in C++ it reports
+    device 0 and one device whatever Python says, so the emulator keeps the current device itself
+    (``devices.py``) and routes the Python entry points that would ask C++ (``limits.py``).
+    """
 
     def type_(self):
         return torch._C._autograd.DeviceType.PrivateUse1
@@ -72,12 +75,14 @@ def _overload(qualname: str):
     return getattr(packet, overload or "default")
 
 
-def register() -> None:
-    """Rename PrivateUse1 to `neuron` and install the device module, hooks and kernels."""
+def register(count: int, source: str) -> None:
+    """Rename PrivateUse1 to `neuron` and install the device module (`count` devices), hooks and kernels."""
     _setup_privateuseone_for_python_backend(
         "neuron", backend_module=device_module, hook=_Hooks(), device_guard=_Guard()
     )
-    storage.bind_device()
+    devices.configure(count, source)
+    rng.ensure(count)
+    memory.ensure(count)
 
     lib = torch.library.Library("_", "IMPL")
     lib.fallback(fallback.fallback_kernel, "PrivateUse1")
@@ -100,8 +105,9 @@ def register() -> None:
             continue
         aten.impl(short, fallback.kernel_for(op), "PrivateUse1")
 
-    from . import autocast_policy, composite_overrides, limits
+    from . import autocast_policy, compile, composite_overrides, limits
 
     composite_overrides.register(aten)
     _libs.extend(autocast_policy.register())
     limits.patch()
+    compile.patch()

@@ -1,0 +1,71 @@
+"""Start-up hook of ``accel run`` for child processes; on ``PYTHONPATH`` only while ``accel run`` runs.
+
+Python imports ``sitecustomize`` at start-up. When ``ACCEL_REDIRECT`` is set (by ``accel
+run``, for its children: ``torchrun`` workers, ``mp.spawn`` and ``spawn`` DataLoader
+workers, ``subprocess`` of ``sys.executable``), this waits for ``torch`` to be imported
+and then installs the CUDA redirect in the child
+(:func:`accel_abstraction.redirect.children.install_in_child`). A process that never
+imports torch pays for one environment lookup. The ``sitecustomize`` this file shadows,
+if any, is run afterwards.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from typing import Any
+
+
+class _InstallAfterTorch(importlib.abc.MetaPathFinder):
+    """Finds ``torch`` with the other finders and installs the redirect once it has loaded."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        exec_module = getattr(loader, "exec_module", None)
+        if exec_module is None:
+            return spec
+
+        def exec_then_install(module: Any) -> None:
+            exec_module(module)
+            try:
+                from accel_abstraction.redirect.children import install_in_child
+
+                install_in_child()
+            except Exception as exc:  # noqa: BLE001 - a child must still run, and say why it is not redirected
+                print(f"accel run: the CUDA redirect was not installed in process {os.getpid()}: {exc}", file=sys.stderr)
+
+        loader.exec_module = exec_then_install  # type: ignore[union-attr]
+        return spec
+
+
+def _chain() -> None:
+    """Run the ``sitecustomize`` this one shadows (a distribution's or a virtualenv's)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is not None and spec.loader is not None:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+
+
+if os.environ.get("ACCEL_REDIRECT"):
+    if "torch" in sys.modules:
+        from accel_abstraction.redirect.children import install_in_child
+
+        install_in_child()
+    else:
+        sys.meta_path.insert(0, _InstallAfterTorch())
+_chain()

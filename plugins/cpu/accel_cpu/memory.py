@@ -1,0 +1,117 @@
+"""Memory statistics of the CPU backend: the process's resident set size (RSS) and its peak.
+
+The CPU allocator keeps no statistics that Python can read, so the cpu backend reports
+what the operating system charges the process, as DeepSpeed's CPU accelerator does:
+
+* *current* (``memory_allocated``, ``memory_reserved``): the RSS, from ``/proc/self/statm``;
+* *peak* (``max_memory_*``): the kernel's high-water mark of the RSS (``VmHWM`` in
+  ``/proc/self/status``), exact, not sampled;
+* *reset* (``reset_peak_memory_stats``): writes ``5`` to ``/proc/self/clear_refs``, which makes
+  the kernel restart the high-water mark at the current RSS. Where the kernel refuses (a
+  read-only ``/proc``), the peak after a reset is the largest RSS seen by the statistics
+  calls made since (sampled), and :func:`peak_is_sampled` says so.
+
+The kernel keeps its RSS counters per CPU and folds them in batches, so its high-water
+mark can trail an RSS read a moment earlier by a few hundred KiB; the peak reported is
+never below an RSS this module has reported since the reset.
+
+These figures count everything the process holds (the interpreter, libraries, every
+tensor whose pages were touched), not only tensors: ``torch.empty(n)`` adds to the RSS
+only once written. Available where ``/proc/self/statm`` is readable (Linux);
+:func:`supported` says whether it is.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+__all__ = ["mem_info", "peak", "peak_is_sampled", "reset_peak", "rss", "stats", "supported"]
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_lock = threading.Lock()
+#: The largest RSS this module reported since start or the last reset (the kernel's own
+#: counters are batched per CPU, so its high-water mark can trail a value read a moment ago).
+_seen = 0
+#: False once the kernel refused to reset its high-water mark: the peak is then only sampled.
+_kernel_peak = True
+
+
+def supported() -> bool:
+    """True if the process's RSS can be read here (``/proc/self/statm``)."""
+    try:
+        rss()
+    except (OSError, ValueError, IndexError):
+        return False
+    return True
+
+
+def rss() -> int:
+    """The process's resident set size in bytes."""
+    global _seen
+    with open("/proc/self/statm", "rb") as fh:
+        value = int(fh.read().split()[1]) * _PAGE
+    if value > _seen:
+        _seen = value
+    return value
+
+
+def _status_kib(key: bytes) -> int:
+    with open("/proc/self/status", "rb") as fh:
+        for line in fh:
+            if line.startswith(key):
+                return int(line.split()[1]) * 1024
+    raise ValueError(f"/proc/self/status has no {key.decode()} line")
+
+
+def peak() -> int:
+    """The highest RSS in bytes since the process started or the last :func:`reset_peak`."""
+    global _kernel_peak
+    current = rss()
+    with _lock:
+        if _kernel_peak:
+            try:
+                return max(_status_kib(b"VmHWM:"), _seen, current)
+            except (OSError, ValueError):
+                _kernel_peak = False
+        return max(_seen, current)
+
+
+def reset_peak() -> None:
+    """Restart the peak at the current RSS."""
+    global _seen, _kernel_peak
+    with _lock:
+        try:
+            with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+                fh.write("5")
+        except OSError:
+            _kernel_peak = False
+        _seen = 0
+        rss()
+
+
+def peak_is_sampled() -> bool:
+    """True when the kernel could not reset its high-water mark and the peak is sampled at each call."""
+    return not _kernel_peak
+
+
+def stats() -> dict[str, int]:
+    """The figures under the keys ``torch.cuda.memory_stats()`` uses for them."""
+    current, top = rss(), peak()
+    return {
+        "allocated_bytes.all.current": current,
+        "allocated_bytes.all.peak": top,
+        "reserved_bytes.all.current": current,
+        "reserved_bytes.all.peak": top,
+    }
+
+
+def mem_info() -> tuple[int, int]:
+    """``(available, total)`` host memory in bytes, from ``/proc/meminfo`` (``MemAvailable``, ``MemTotal``)."""
+    values: dict[bytes, int] = {}
+    with open("/proc/meminfo", "rb") as fh:
+        for line in fh:
+            key, _, rest = line.partition(b":")
+            if key in (b"MemAvailable", b"MemTotal"):
+                values[key] = int(rest.split()[0]) * 1024
+    return values[b"MemAvailable"], values[b"MemTotal"]

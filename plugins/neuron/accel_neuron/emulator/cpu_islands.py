@@ -1,0 +1,175 @@
+"""Ops that run, forward and backward, as the CPU's own autograd graph on neuron tensors.
+
+Some composite ops decompose by device inside ATen: ``aten::lstm`` and
+``aten::gru`` call the fused cells ``_thnn_fused_lstm_cell``/``_thnn_fused_gru_cell``
+(only CUDA implements them) on any non-CPU device, batch the input projection
+of a layer into one ``addmm`` only for CPU inputs, and use oneDNN's RNN only
+for CPU tensors. Their neuron kernels ("islands") run the op on zero-copy CPU
+views of the neuron tensors, with autograd recording the CPU graph, and hand
+back neuron tensors over the same memory; backward runs that CPU graph with
+the incoming gradients. Results, forward and backward, are the CPU's bit for
+bit. An island is differentiable once (its backward is not itself recorded:
+no double backward through it), and its CPU graph is freed by the first
+backward (``retain_graph=True`` does not reach inside it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from . import devices, fallback, rng, storage
+
+_Tensor = torch.Tensor
+
+# Overloads that become islands (recurrent layers and cells).
+RNN_OPS = (
+    "lstm.input",
+    "lstm.data",
+    "gru.input",
+    "gru.data",
+    "rnn_tanh.input",
+    "rnn_tanh.data",
+    "rnn_relu.input",
+    "rnn_relu.data",
+    "lstm_cell",
+    "gru_cell",
+    "rnn_tanh_cell",
+    "rnn_relu_cell",
+)
+# Arguments that are CPU tensors by design on every device.
+_CPU_BY_DESIGN = frozenset({"batch_sizes"})
+
+
+def _is_neuron(x: Any) -> bool:
+    return isinstance(x, _Tensor) and x.device.type == "neuron"
+
+
+class _Call:
+    """One call of `op`: the argument tree with its tensors taken out, to rebuild on the CPU."""
+
+    def __init__(self, op: Any, args: tuple, kwargs: dict) -> None:
+        self.op = op
+        leaves, self.spec = pytree.tree_flatten((args, kwargs))
+        self.is_tensor = [isinstance(x, _Tensor) for x in leaves]
+        self.others = [None if t else x for x, t in zip(leaves, self.is_tensor, strict=True)]
+        self.tensors = [x for x in leaves if isinstance(x, _Tensor)]
+        first = next((t for t in self.tensors if _is_neuron(t)), None)
+        self.index = first.get_device() if first is not None else devices.current()  # results go here
+        self._check_devices(args)
+        # Dropout between layers draws random numbers: from the device generator, as on a device.
+        names = fallback.info_for(op).arg_names
+        named = dict(zip(names, args, strict=False))  # trailing defaults may be omitted
+        named.update(kwargs)
+        self.random = bool(named.get("dropout", 0)) and bool(named.get("train", False))
+
+    def _check_devices(self, args: tuple) -> None:
+        if not any(_is_neuron(t) for t in self.tensors):
+            return
+        info = fallback.info_for(self.op)
+        for i, a in enumerate(args):
+            if i < len(info.arg_names) and info.arg_names[i] in _CPU_BY_DESIGN:
+                continue
+            for x in pytree.tree_leaves(a):
+                if not isinstance(x, _Tensor):
+                    continue
+                if (x.device.type == "cpu" and x.dim() != 0) or (
+                    _is_neuron(x) and x.get_device() != self.index
+                ):
+                    raise fallback.device_mismatch(info, i, x.device, self.index)
+
+    def run_cpu(self, cpu_tensors: list[_Tensor]) -> Any:
+        it = iter(cpu_tensors)
+        leaves = [next(it) if t else x for x, t in zip(self.others, self.is_tensor, strict=True)]
+        args, kwargs = pytree.tree_unflatten(leaves, self.spec)
+        if self.random:
+            with rng.swapped_in(self.index):
+                return self.op(*args, **kwargs)
+        return self.op(*args, **kwargs)
+
+
+def _cpu(t: _Tensor, requires_grad: bool) -> _Tensor:
+    if t.device.type != "neuron":
+        return t
+    if torch.is_inference_mode_enabled() and not t.is_inference():
+        # The CPU path differs for inference tensors: the view must be a normal tensor like `t`.
+        with torch.inference_mode(False):
+            c = storage.fresh_cpu_view(t)
+    else:
+        c = storage.fresh_cpu_view(t)
+    return c.requires_grad_(True) if requires_grad else c
+
+
+def _neuron(c: Any, index: int) -> Any:
+    if isinstance(c, _Tensor) and c.device.type == "cpu":
+        return storage.to_neuron(c.detach(), index)
+    return c
+
+
+class _Island(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, call: _Call, *tensors: _Tensor) -> Any:  # type: ignore[override]
+        needs = ctx.needs_input_grad[1:]
+        cpu_in = [_cpu(t, bool(n) and t.device.type == "neuron") for t, n in zip(tensors, needs, strict=True)]
+        with torch.enable_grad():
+            out = call.run_cpu(cpu_in)
+        flat, spec = pytree.tree_flatten(out)
+        ctx.cpu_in = [c if c.requires_grad and c.is_leaf else None for c in cpu_in]
+        ctx.cpu_out = flat
+        ctx.save_for_backward(*tensors)  # version counters: in-place changes after forward are caught
+        result = [_neuron(c, call.index) for c in flat]
+        ctx.index = call.index
+        ctx.mark_non_differentiable(
+            *(r for r, c in zip(result, flat, strict=True) if isinstance(r, _Tensor) and not c.requires_grad)
+        )
+        ctx.spec = spec
+        return tuple(result)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:  # type: ignore[override]
+        ctx.saved_tensors  # noqa: B018 -- raises if an input was modified in place since forward
+        outs, gouts = [], []
+        for o, g in zip(ctx.cpu_out, grads, strict=True):
+            if isinstance(o, _Tensor) and o.requires_grad and g is not None:
+                outs.append(o)
+                gouts.append(storage.fresh_cpu_view(g) if g.device.type == "neuron" else g)
+        inputs = [c for c in ctx.cpu_in if c is not None]
+        result: list[Any] = [None] * len(ctx.cpu_in)
+        if outs and inputs:
+            got = iter(torch.autograd.grad(outs, inputs, gouts, allow_unused=True))
+            for i, c in enumerate(ctx.cpu_in):
+                if c is not None:
+                    result[i] = _neuron(next(got), ctx.index)
+        ctx.cpu_in = ctx.cpu_out = None
+        return (None, *result)
+
+
+def _kernel(op: Any, autograd: bool):
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        call = _Call(op, args, kwargs)
+        if autograd and torch.is_grad_enabled() and any(t.requires_grad for t in call.tensors):
+            return _unflatten(op, _Island.apply(call, *call.tensors))
+        # The CPU path looks at requires_grad even without grad mode (oneDNN's GRU/RNN): keep the flags.
+        out = call.run_cpu([_cpu(t, t.requires_grad) for t in call.tensors])
+        return pytree.tree_map(lambda c: _neuron(c, call.index), out)
+
+    kernel.__name__ = f"neuron_island_{op._schema.name.split('::')[-1]}"
+    return kernel
+
+
+def _unflatten(op: Any, flat: tuple) -> Any:
+    """The island's flat outputs in the op's return shape (a Tensor or a tuple of Tensors)."""
+    if len(op._schema.returns) == 1:
+        return flat[0]
+    return tuple(flat)
+
+
+def register(lib: torch.library.Library) -> None:
+    """Register the islands in `lib` (an aten IMPL library) at AutogradPrivateUse1 and PrivateUse1."""
+    for name in RNN_OPS:
+        base, _, overload = name.partition(".")
+        op = getattr(getattr(torch.ops.aten, base), overload or "default")
+        lib.impl(name, _kernel(op, autograd=True), "AutogradPrivateUse1")
+        lib.impl(name, _kernel(op, autograd=False), "PrivateUse1")

@@ -1,0 +1,208 @@
+"""Where ATen decides by device inside an op, emulated neuron still computes what the CPU computes.
+
+Recurrent layers (fused cells and batched input projection only off the CPU), the
+SDPA kernel choice (which depends on what requires grad), kernels the CPU reaches
+directly (``mish_backward``, ``native_channel_shuffle``), zero gradients
+(``_efficientzerotensor``), sparse tensors (a clear error), and the chunked
+``linear_cross_entropy`` accumulation dtype.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+pytestmark = pytest.mark.usefixtures("neuron_emulator")
+
+
+def _both(fn, *tensors: torch.Tensor, grad: bool = True):
+    """fn on CPU copies and on neuron copies of `tensors`: (outputs, grads) per device, on the CPU."""
+    out = []
+    for dev in ("cpu", "neuron"):
+        xs = [t.detach().to(dev).requires_grad_(grad and t.is_floating_point()) for t in tensors]
+        y = fn(*xs)
+        ys = y if isinstance(y, tuple) else (y,)
+        grads = []
+        if grad:
+            diff = [t for t in xs if t.requires_grad]
+            grads = torch.autograd.grad(ys, diff, [torch.ones_like(o) for o in ys])
+        out.append(([o.detach().cpu() for o in ys], [g.cpu() for g in grads]))
+    return out
+
+
+def _assert_bitwise(pair) -> None:
+    (co, cg), (no, ng) = pair
+    for a, b in zip(co + cg, no + ng, strict=True):
+        assert torch.equal(a, b), (a - b).abs().max()
+
+
+@pytest.mark.parametrize("cls", [nn.LSTM, nn.GRU, nn.RNN])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_recurrent_layers_train_like_the_cpu(cls, bidirectional: bool) -> None:
+    torch.manual_seed(0)
+    cpu = cls(6, 5, num_layers=2, bidirectional=bidirectional, batch_first=True)
+    neuron = cls(6, 5, num_layers=2, bidirectional=bidirectional, batch_first=True).to("neuron")
+    neuron.load_state_dict(cpu.state_dict())
+    x = torch.randn(3, 4, 6)
+    for m, dev in ((cpu, "cpu"), (neuron, "neuron")):
+        m(x.to(dev))[0].square().sum().backward()
+    for (name, p), q in zip(cpu.named_parameters(), neuron.parameters(), strict=True):
+        assert torch.equal(p.grad, q.grad.cpu()), name
+    with torch.no_grad():
+        assert torch.equal(cpu(x)[0], neuron(x.to("neuron"))[0].cpu())
+    with torch.inference_mode():
+        assert torch.equal(cpu(x)[0], neuron(x.to("neuron"))[0].cpu())
+
+
+@pytest.mark.parametrize("cls", [nn.LSTMCell, nn.GRUCell, nn.RNNCell])
+def test_recurrent_cells_match_the_cpu(cls) -> None:
+    torch.manual_seed(0)
+    cell = cls(4, 3)
+    x, h = torch.randn(2, 4), torch.randn(2, 3)
+    hx = (h, h.clone()) if cls is nn.LSTMCell else h
+
+    def step(x, *state):
+        m = cell if x.device.type == "cpu" else cell_n
+        return m(x, tuple(state) if cls is nn.LSTMCell else state[0])
+
+    cell_n = cls(4, 3).to("neuron")
+    cell_n.load_state_dict(cell.state_dict())
+    _assert_bitwise(_both(step, x, *(hx if isinstance(hx, tuple) else (hx,))))
+
+
+def test_lstm_dropout_draws_from_the_device_generator() -> None:
+    torch.manual_seed(0)
+    cpu = nn.LSTM(4, 5, num_layers=3, dropout=0.5)
+    neuron = nn.LSTM(4, 5, num_layers=3, dropout=0.5).to("neuron")
+    neuron.load_state_dict(cpu.state_dict())
+    x = torch.randn(6, 2, 4)
+    torch.manual_seed(3)
+    expected = cpu(x)[0]
+    torch.manual_seed(3)
+    state = torch.get_rng_state()
+    torch.manual_seed(99)  # the CPU generator's state must not matter, only the device's
+    torch.neuron.set_rng_state(state)
+    assert torch.equal(expected, neuron(x.to("neuron"))[0].cpu())
+
+
+def test_packed_sequence_lstm_matches_the_cpu() -> None:
+    torch.manual_seed(0)
+    cpu = nn.LSTM(3, 4)
+    neuron = nn.LSTM(3, 4).to("neuron")
+    neuron.load_state_dict(cpu.state_dict())
+    x = torch.randn(5, 2, 3)
+    outs = []
+    for m, dev in ((cpu, "cpu"), (neuron, "neuron")):
+        packed = nn.utils.rnn.pack_padded_sequence(x.to(dev), torch.tensor([5, 3]))
+        out, _ = nn.utils.rnn.pad_packed_sequence(m(packed)[0])
+        out.sum().backward()
+        outs.append((out.detach().cpu(), [p.grad.cpu() for p in m.parameters()]))
+    assert torch.equal(outs[0][0], outs[1][0])
+    assert all(torch.equal(a, b) for a, b in zip(outs[0][1], outs[1][1], strict=True))
+
+
+def test_recurrent_layer_on_a_second_device_stays_there() -> None:
+    torch.manual_seed(0)
+    cpu = nn.GRU(3, 4)
+    neuron = nn.GRU(3, 4).to("neuron:1")
+    neuron.load_state_dict(cpu.state_dict())
+    x = torch.randn(5, 2, 3)
+    out = neuron(x.to("neuron:1"))[0]
+    out.sum().backward()
+    cpu(x)[0].sum().backward()
+    assert out.device == torch.device("neuron:1") and neuron.weight_hh_l0.grad.device == out.device
+    assert torch.equal(cpu.weight_hh_l0.grad, neuron.weight_hh_l0.grad.cpu())
+    with pytest.raises(RuntimeError, match="same device"):
+        neuron(x.to("neuron:0"))
+
+
+def test_recurrent_input_modified_in_place_after_forward_is_caught() -> None:
+    lstm = nn.LSTM(3, 4).to("neuron")
+    x = torch.randn(2, 1, 3, device="neuron", requires_grad=True)
+    y = x * 1
+    out, _ = lstm(y)
+    y.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+def test_recurrent_layer_rejects_a_cpu_hidden_state() -> None:
+    lstm = nn.LSTM(3, 4).to("neuron")
+    h = torch.zeros(1, 1, 4)
+    with pytest.raises(RuntimeError, match="same device"):
+        lstm(torch.randn(2, 1, 3, device="neuron"), (h, h))
+
+
+@pytest.mark.parametrize(
+    ("mask", "causal"),
+    [(None, False), (None, True), ("bool", False), ("float", False), ("float-requires-grad", False)],
+)
+def test_sdpa_forward_and_backward_match_the_cpu(mask: str | None, causal: bool) -> None:
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 5, 8) for _ in range(3))
+    m = {
+        None: None,
+        "bool": torch.rand(5, 5) > 0.3,
+        "float": torch.randn(5, 5),
+        "float-requires-grad": torch.randn(5, 5),
+    }[mask]
+    results = []
+    for dev in ("cpu", "neuron"):
+        qq, kk, vv = (t.to(dev).requires_grad_() for t in (q, k, v))
+        mm = None if m is None else m.to(dev).requires_grad_(mask == "float-requires-grad")
+        out = F.scaled_dot_product_attention(qq, kk, vv, attn_mask=mm, is_causal=causal)
+        wrt = (qq, kk, vv) + ((mm,) if mm is not None and mm.requires_grad else ())
+        grads = torch.autograd.grad(out.square().sum(), wrt)
+        results.append([out.detach().cpu(), *(g.cpu() for g in grads)])
+    assert all(torch.equal(a, b) for a, b in zip(*results, strict=True))
+
+
+def test_sgn_backward_gives_zero_gradients_on_neuron() -> None:
+    x = torch.randn(3, device="neuron", requires_grad=True)
+    torch.sgn(x).sum().backward()
+    assert x.grad.device.type == "neuron"
+    assert torch.equal(x.grad.cpu(), torch.zeros(3))
+    z = torch._efficientzerotensor(2, 3, device="neuron")
+    assert z.device.type == "neuron" and torch.equal(z.cpu(), torch.zeros(2, 3))
+
+
+def test_mish_backward_and_channel_shuffle_use_the_cpu_kernels() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(4, 6, 5, 5) * 3
+    _assert_bitwise(_both(F.mish, x))
+    _assert_bitwise(_both(lambda t: torch.native_channel_shuffle(t, 3), x, grad=False))
+    g = torch.randn_like(x)
+    cpu = torch.ops.aten.mish_backward(g, x)
+    assert torch.equal(cpu, torch.ops.aten.mish_backward(g.to("neuron"), x.to("neuron")).cpu())
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.randn(3, 3, device="neuron").to_sparse(),
+        lambda: torch.randn(3, 3, device="neuron").to_sparse_csr(),
+        lambda: torch.eye(3).to_sparse().to("neuron"),
+        lambda: torch.eye(3).to_sparse_csr().to("neuron").to_dense(),
+        lambda: torch.sparse_coo_tensor(torch.tensor([[0], [1]]), torch.ones(1), (2, 2), device="neuron"),
+    ],
+    ids=["to_sparse", "to_sparse_csr", "coo_to_neuron", "csr_to_neuron", "sparse_coo_tensor"],
+)
+def test_sparse_tensors_raise_the_emulator_error(make) -> None:
+    from accel_neuron.emulator import EmulatorError
+
+    with pytest.raises(EmulatorError, match=r"sparse.* tensor on the neuron device.*\.to_dense\(\)"):
+        make()
+
+
+def test_chunked_linear_cross_entropy_accumulates_like_the_cpu_in_bfloat16() -> None:
+    from torch.nn.modules.linear_cross_entropy_options import LinearCrossEntropyOptions
+
+    torch.manual_seed(0)
+    x, w = torch.randn(64, 16, dtype=torch.bfloat16), torch.randn(50, 16, dtype=torch.bfloat16)
+    y = torch.randint(0, 50, (64,))
+    opts = LinearCrossEntropyOptions()
+    cpu = F.linear_cross_entropy(x, w, y, options=opts)
+    neuron = F.linear_cross_entropy(x.to("neuron"), w.to("neuron"), y.to("neuron"), options=opts)
+    assert torch.equal(cpu, neuron.cpu())
