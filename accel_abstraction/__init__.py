@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._lazy import lazy_getattr
+from .scaler_defaults import SCALER
 
 if TYPE_CHECKING:
     import torch
@@ -260,10 +261,10 @@ def autocast(dtype: torch.dtype | None = None, enabled: bool = True, cache_enabl
 
 
 def GradScaler(  # noqa: N802 - mirrors torch.amp.GradScaler
-    init_scale: float = 2.0**16,
-    growth_factor: float = 2.0,
-    backoff_factor: float = 0.5,
-    growth_interval: int = 2000,
+    init_scale: float = SCALER.init_scale,
+    growth_factor: float = SCALER.growth_factor,
+    backoff_factor: float = SCALER.backoff_factor,
+    growth_interval: int = SCALER.growth_interval,
     enabled: bool | None = None,
 ) -> torch.amp.GradScaler:
     """A ``torch.amp.GradScaler`` on the selected device; disabled unless the AMP dtype is float16."""

@@ -96,6 +96,7 @@ class CapabilityError(AccelError, NotImplementedError):
         super().__init__(msg)
         self.backend = backend
         self.feature = feature
+        self.reason = reason
 
 
 class DeviceIndexError(AccelError, IndexError):

@@ -33,6 +33,7 @@ except ModuleNotFoundError as _exc:
 from .arguments import autocast_dtype_error, check_flag
 from .errors import AccelError, CapabilityError, DeviceIndexError
 from .features import Availability, Capabilities
+from .scaler_defaults import SCALER
 
 if TYPE_CHECKING:
     from .sections import CoreSettings
@@ -373,10 +374,10 @@ class Backend:
 
     def GradScaler(  # noqa: N802 - mirrors torch.amp.GradScaler
         self,
-        init_scale: float = 2.0**16,
-        growth_factor: float = 2.0,
-        backoff_factor: float = 0.5,
-        growth_interval: int = 2000,
+        init_scale: float = SCALER.init_scale,
+        growth_factor: float = SCALER.growth_factor,
+        backoff_factor: float = SCALER.backoff_factor,
+        growth_interval: int = SCALER.growth_interval,
         enabled: bool | None = None,
     ) -> torch.amp.GradScaler:
         """A real ``torch.amp.GradScaler`` on this backend's device.

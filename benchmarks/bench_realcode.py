@@ -30,7 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from realcode.build_cache import CACHE, sources  # noqa: E402
+from realcode.build_cache import CACHE, Source, sources  # noqa: E402
 
 from accel_abstraction.porting.codemod import port_source  # noqa: E402
 from accel_abstraction.porting.runner import read_source  # noqa: E402
@@ -63,11 +63,23 @@ def load_annotations() -> tuple[list[Site], dict[str, set[int]]]:
 
 
 def score(verbose: bool) -> int:
-    srcs = sources()
-    if not all(s.cached.exists() for s in srcs):
+    everything = sources()
+    if not all(s.cached.exists() for s in everything):
         print(f"realcode cache missing under {CACHE}: run python benchmarks/realcode/build_cache.py")
         return 0
-    sites, lookalikes = load_annotations()
+    for name in ("dev", "heldout"):
+        chosen = [s for s in everything if s.set == name]
+        if chosen:
+            print(f"== {name} set" + (" (annotated, never tuned on)" if name == "heldout" else " (the rules were written against it)"))
+            score_files(chosen, verbose)
+    return 0
+
+
+def score_files(srcs: list[Source], verbose: bool) -> None:
+    keys = {s.key for s in srcs}
+    all_sites, all_lookalikes = load_annotations()
+    sites = [s for s in all_sites if s.file in keys]
+    lookalikes = {k: v for k, v in all_lookalikes.items() if k in keys}
     by_file: dict[str, list[Site]] = {}
     for site in sites:
         by_file.setdefault(site.file, []).append(site)
@@ -134,7 +146,6 @@ def score(verbose: bool) -> int:
             print(f"  missed {m}")
         for a in alarms:
             print(f"  false alarm {a}")
-    return 0
 
 
 def main() -> int:

@@ -13,8 +13,8 @@ patched factories leave unrelated operations untouched.
 from __future__ import annotations
 
 import argparse
-import time
-import timeit
+import sys
+from pathlib import Path
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -22,15 +22,8 @@ from torch.overrides import TorchFunctionMode
 import accel_abstraction as accel
 from accel_abstraction.redirect import redirect_cuda
 
-
-def best_ns(stmt: str, scope: dict[str, object], number: int, rounds: int) -> float:
-    """Best time of ``stmt`` in ns, run in timeit's loop frame (a long-lived caller frame, like a training loop).
-
-    Timed with this thread's CPU clock, so time the thread spends descheduled on a busy
-    machine is not counted.
-    """
-    timer = timeit.Timer(stmt, globals=scope, timer=time.thread_time)
-    return min(timer.timeit(number) for _ in range(rounds)) / number * 1e9
+sys.path.insert(0, str(Path(__file__).parent))
+import harness  # noqa: E402
 
 
 class _TranslateDevices(TorchFunctionMode):
@@ -48,21 +41,28 @@ class _TranslateDevices(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+def _case(redirected: str, direct: str, scope: dict[str, object]) -> harness.Case:
+    # lambdas compiled from the literal statements: one fixed call site each, like a training loop's
+    return harness.Case(
+        redirected,
+        eval(f"lambda: {redirected}", scope),  # noqa: S307 - fixed strings
+        eval(f"lambda: {direct}", scope),  # noqa: S307 - fixed strings
+        direct_label=direct,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="cpu")
-    parser.add_argument("--number", type=int, default=20000)
-    parser.add_argument("--rounds", type=int, default=5)
+    harness.add_common_args(parser, rounds=7)
     args = parser.parse_args()
-    n, r = args.number, args.rounds
+    harness.setup_threads(args.threads)
 
     backend = accel.use(args.backend)
     dev = accel.device()
     zeros, tensor_to = torch.zeros, torch.Tensor.to
     x, a, b = torch.ones(8), torch.ones(8), torch.ones(8)
     allow = not backend.capabilities().supports("memory_stats")
-
-    rows: list[tuple[str, str, float, float]] = []
     scope = {"torch": torch, "accel": accel, "backend": backend, "dev": dev, "zeros": zeros,
              "tensor_to": tensor_to, "x": x, "a": a, "b": b}  # fmt: skip
     pairs = [
@@ -77,23 +77,38 @@ def main() -> None:
     if backend.capabilities().supports("memory_stats"):
         pairs.append(("torch.cuda.memory_allocated()", "accel.memory_allocated()"))
     with redirect_cuda(allow_missing=allow):
-        for redirected, direct in pairs:
-            exec(redirected, scope), exec(direct, scope)
-            rows.append((redirected, direct, best_ns(redirected, scope, n, r), best_ns(direct, scope, n, r)))
+        cases = [_case(red, direct, scope) for red, direct in pairs]
+        results = harness.compare_calls(cases, args.rounds, args.budget * 0.8, args.seed)
+    # what patching factories saves over a TorchFunctionMode: an active mode taxes every torch op.
+    # 100 operations per call, so entering the mode is amortised as it is over a training step.
+    mode = _TranslateDevices(dev)
 
-    plain = best_ns("a + b", scope, n, r)
-    direct_zeros = best_ns("zeros(8, device=dev)", scope, n, r)
-    with _TranslateDevices(dev):
-        moded = best_ns("a + b", scope, n, r)
-        mode_zeros = best_ns('torch.zeros(8, device="cuda")', scope, n, r)
-    rows.append(("a + b  [TorchFunctionMode active]", "a + b", moded, plain))
-    rows.append(('torch.zeros(8, device="cuda")  [mode]', "zeros(8, device=dev)", mode_zeros, direct_zeros))
+    def add_under_mode() -> None:
+        with mode:
+            for _ in range(100):
+                a + b
 
-    print(f"backend {backend.name!r}, best of {r} rounds x {n} calls")
-    print("direct: the original (unpatched) callable or the public accel.* function, same process")
-    print(f"{'redirected call':40} {'direct call':26} {'redirect ns':>12} {'direct ns':>10} {'ratio':>7}")
-    for label, direct_label, red, base in rows:
-        print(f"{label:40} {direct_label:26} {red:12.0f} {base:10.0f} {red / base:7.2f}")
+    def add_plain() -> None:
+        for _ in range(100):
+            a + b
+
+    def zeros_under_mode() -> None:
+        with mode:
+            for _ in range(100):
+                torch.zeros(8, device="cuda")
+
+    def zeros_direct() -> None:
+        for _ in range(100):
+            zeros(8, device=dev)
+
+    mode_cases = [
+        harness.Case("100x a + b  [TorchFunctionMode active]", add_under_mode, add_plain, "100x a + b"),
+        harness.Case('100x torch.zeros(8, device="cuda")  [mode]', zeros_under_mode, zeros_direct, "100x zeros(8, device=dev)"),
+    ]
+    results += harness.compare_calls(mode_cases, args.rounds, args.budget * 0.2, args.seed)
+    harness.print_results(f"redirected CUDA calls on {backend.name!r} vs the direct call", results, args.threads)
+    if args.json:
+        harness.write_json(args.json, "redirect", results, args.threads, {"backend": backend.name})
 
 
 if __name__ == "__main__":

@@ -2,14 +2,13 @@
 
 Not a timed test: prints figures. Run ``python benchmarks/bench_scan.py [--repeat N]``.
 
-1. Scans torch's own installed Python package (found without importing torch) and
-   compares with bare ``ast.parse`` of the same files, in the same run, from the same
-   in-memory text (file reading is timed separately). Files bare ``ast.parse`` rejects
+1. Scans part of torch's own installed Python package (found without importing torch;
+   ``--subdir all`` for the whole of it) and compares with bare ``ast.parse`` of the same
+   files from the same in-memory text, in interleaved rounds (:mod:`harness`). Files bare ``ast.parse`` rejects
    (newer syntax than this interpreter) are left out of both sides. The target is a
    ratio at or below 1.0: the scanner skips files a cheap text test shows cannot contain
    coupling, and walks the tree once for the rest.
-2. Also times the scan through the process pool, as ``accel scan`` runs it, from disk.
-3. Ports a ~9k-line tree built from the test corpus (diff only, nothing written).
+2. Ports a ~9k-line tree built from the test corpus (diff only, nothing written).
 """
 
 from __future__ import annotations
@@ -17,15 +16,18 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib.util
-import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from accel_abstraction.porting.apply import port_file
-from accel_abstraction.porting.runner import iter_python_files, read_source, scan_paths
+from accel_abstraction.porting.runner import iter_python_files, read_source
 from accel_abstraction.porting.scanner import scan_source
+
+sys.path.insert(0, str(Path(__file__).parent))
+import harness  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "porting" / "corpus"
 
@@ -37,64 +39,26 @@ def torch_root() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def bench_scan(repeat: int) -> None:
-    root = torch_root()
-    files = list(iter_python_files([root]))
-    t0 = time.perf_counter()
-    texts = [read_source(path)[0] for path in files]
-    read_s = time.perf_counter() - t0
+def scan_case(root: Path, subdirs: list[str]) -> tuple[harness.Case, str]:
+    """``accel scan``'s analysis against bare ``ast.parse`` of the same in-memory files."""
+    files = [f for sub in subdirs or ["."] for f in iter_python_files([root / sub])]
     pairs = []
-    for path, text in zip(files, texts, strict=True):
+    for path in files:
+        text = read_source(path)[0]
         try:
             ast.parse(text)
-        except SyntaxError:
+        except SyntaxError:  # newer syntax than this interpreter: left out of both sides
             continue
         pairs.append((str(path), text))
     lines = sum(text.count("\n") for _, text in pairs)
-    print(f"torch package: {root}")
-    print(f"  {len(pairs)} files ({len(files) - len(pairs)} left out: newer syntax), {lines:,} lines; reading took {read_s:.2f} s")
-
-    # Interleaved per file (alternating which goes first), so both sides see the same
-    # machine load: this box is shared, and a load change between two long loops would
-    # otherwise decide the ratio.
-    best_parse = best_scan = float("inf")
-    findings = skipped = 0
-    clock = time.perf_counter
-    for _ in range(repeat):
-        parse_s = scan_s = 0.0
-        findings = skipped = 0
-        for i, (name, text) in enumerate(pairs):
-            if i % 2:
-                t0 = clock()
-                ast.parse(text)
-                t1 = clock()
-                result = scan_source(text, name)
-                t2 = clock()
-                parse_s += t1 - t0
-                scan_s += t2 - t1
-            else:
-                t0 = clock()
-                result = scan_source(text, name)
-                t1 = clock()
-                ast.parse(text)
-                t2 = clock()
-                scan_s += t1 - t0
-                parse_s += t2 - t1
-            findings += len(result.findings)
-            skipped += result.skipped
-        best_parse = min(best_parse, parse_s)
-        best_scan = min(best_scan, scan_s)
-    n = len(pairs)
-    print(f"  bare ast.parse : {best_parse:7.2f} s  {n / best_parse:8.0f} files/s")
-    print(f"  accel scan     : {best_scan:7.2f} s  {n / best_scan:8.0f} files/s  "
-          f"({skipped} files skipped by the text pre-check, {findings} findings)")
-    print(f"  ratio scan / ast.parse = {best_scan / best_parse:.2f}  (target <= 1.0)")
-
-    jobs = os.cpu_count() or 1
-    t0 = time.perf_counter()
-    results = scan_paths(files, jobs=jobs)
-    pool_s = time.perf_counter() - t0
-    print(f"  from disk, {jobs} worker process(es): {pool_s:.2f} s  {len(results) / pool_s:.0f} files/s")
+    where = ", ".join(f"torch/{s}" for s in subdirs) if subdirs else "all of torch"
+    case = harness.Case(
+        f"scan {where} ({len(pairs)} files, {lines:,} lines)",
+        lambda: [scan_source(text, name) for name, text in pairs],
+        lambda: [ast.parse(text) for _, text in pairs],
+        "ast.parse",
+    )
+    return case, f"{len(pairs)} files"
 
 
 def bench_port(target_lines: int = 9000) -> None:
@@ -121,14 +85,21 @@ def bench_port(target_lines: int = 9000) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=2, help="best of N for the scan/parse comparison")
-    parser.add_argument("--skip-scan", action="store_true", help="only the port timing")
-    parser.add_argument("--skip-port", action="store_true", help="only the scan timings")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--subdir", action="append", help="torch subpackages to scan (default: distributed and _dynamo; 'all' for everything)"
+    )
+    parser.add_argument("--no-port", action="store_true", help="skip the accel port timing")
+    harness.add_common_args(parser, rounds=5)
     args = parser.parse_args()
-    if not args.skip_scan:
-        bench_scan(args.repeat)
-    if not args.skip_port:
+    harness.setup_threads(args.threads)
+    subdirs = [] if args.subdir == ["all"] else (args.subdir or ["distributed", "_dynamo"])
+    case, _ = scan_case(torch_root(), subdirs)
+    results = harness.compare_calls([case], args.rounds, args.budget, args.seed)
+    harness.print_results("accel scan vs bare ast.parse (target <= 1.0)", results, args.threads)
+    if args.json:
+        harness.write_json(args.json, "scan", results, args.threads)
+    if not args.no_port:
         bench_port()
 
 

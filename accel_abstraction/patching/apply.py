@@ -73,9 +73,36 @@ def _read(path: Path) -> str:
         raise PatchError(f"cannot read {path}: {exc.strerror}") from None
 
 
+#: Where a wheel keeps copies of PyTorch source files (its C++ headers), by source-tree prefix.
+_WHEEL_COPIES = (
+    ("c10/", "torch/include/c10/"),
+    ("aten/src/ATen/", "torch/include/ATen/"),
+    ("torch/csrc/", "torch/include/torch/csrc/"),
+)
+
+#: Why a source patch is listed but never applied.
+NOT_BUILT_HERE = (
+    "not built here: it changes C++ that is compiled into torch's libraries, so it takes effect "
+    "only in a PyTorch built from source with it (patches/README.md)"
+)
+
+
+def wheel_copy(path: str) -> str | None:
+    """The path of the wheel's copy of source file ``path`` (``c10/...`` -> ``torch/include/c10/...``)."""
+    for prefix, copy in _WHEEL_COPIES:
+        if path.startswith(prefix):
+            return copy + path[len(prefix) :]
+    return None
+
+
 @dataclass(frozen=True)
 class PatchStatus:
-    """Result of checking one patch: ``state`` is ``"applies"``, ``"applied"`` or ``"fails"``."""
+    """Result of checking one patch.
+
+    ``state`` is ``"applies"``, ``"applied"`` or ``"fails"`` for a wheel patch, and
+    ``"source"`` for a C++ patch (never applied here; ``"fails"`` when the wheel's copy of
+    a file it changes does not match its context).
+    """
 
     patch: Patch
     state: str
@@ -107,7 +134,30 @@ def check_series(series: Series, torch_root: Path) -> list[PatchStatus]:
             continue
         texts = staged
         results.append(PatchStatus(patch, "applies"))
-    return results
+    results.extend(_check_source_patch(patch, torch_root) for patch in series.source_patches)
+    order = {p.name: i for i, p in enumerate(series.all_patches)}
+    return sorted(results, key=lambda r: order[r.patch.name])
+
+
+def _check_source_patch(patch: Patch, torch_root: Path) -> PatchStatus:
+    """Dry-run a C++ patch on the wheel's copies of its files, where the wheel has them."""
+    checked, unchecked = [], []
+    for diff in patch.diffs:
+        copy = wheel_copy(diff.path)
+        if copy is None or not (torch_root / copy).is_file():
+            unchecked.append(diff.path)
+            continue
+        try:
+            apply_file_diff(_read(torch_root / copy), diff, source=patch.name)
+        except HunkMismatchError as exc:
+            return PatchStatus(patch, "fails", f"{exc} (checked against the wheel's copy {copy})")
+        checked.append(copy)
+    notes = [NOT_BUILT_HERE]
+    if checked:
+        notes.append(f"context matches the installed {', '.join(checked)}")
+    if unchecked:
+        notes.append(f"context not checked: the wheel has no copy of {', '.join(unchecked)}")
+    return PatchStatus(patch, "source", "; ".join(notes))
 
 
 def _applies_in_reverse(patch: Patch, torch_root: Path, texts: dict[str, str]) -> bool:
@@ -230,7 +280,7 @@ def _already_applied(series: Series, torch_root: Path, target: Path) -> None:
                     f"the {len(manifest['patches'])} patches are already applied in place to {root} "
                     f"(state in {target}); nothing to do. Undo with: accel patches revert --target {target}"
                 )
-    states = {r.state for r in check_series(series, torch_root)}
+    states = {r.state for r in check_series(series, torch_root) if r.patch.kind == "wheel"}
     if states == {"applied"}:
         raise AlreadyAppliedError(
             f"the patches are already applied to the torch files under {torch_root}, but not recorded in "

@@ -76,9 +76,12 @@ def _target(args: argparse.Namespace, root: Path) -> Path:
 
 def _list(args: argparse.Namespace) -> int:
     root, series = _load(args)
-    print(f"torch {torch_version_at(root)} at {root}: {len(series.patches)} patches in {series.directory}")
-    for patch in series.patches:
-        print(f"  {patch.name}")
+    print(
+        f"torch {torch_version_at(root)} at {root}: {len(series.patches)} patches in {series.directory}"
+        + (f", and {len(series.source_patches)} C++ patches not built here" if series.source_patches else "")
+    )
+    for patch in series.all_patches:
+        print(f"  {patch.name}" + ("  [C++, not built here]" if patch.kind == "source" else ""))
         print(f"      {patch.subject}")
         print(f"      files: {', '.join(patch.files)}")
     return 0
@@ -89,12 +92,14 @@ def _check(args: argparse.Namespace) -> int:
     results = check_series(series, root)
     for result in results:
         line = f"{result.state:8} {result.patch.name}"
-        print(line + (f"\n         {result.detail}" if result.state == "fails" else ""))
+        print(line + (f"\n         {result.detail}" if result.state in ("fails", "source") else ""))
     failed = sum(r.state == "fails" for r in results)
     applied = sum(r.state == "applied" for r in results)
+    source = sum(r.state == "source" for r in results)
     print(
-        f"torch {torch_version_at(root)} at {root}: {len(results) - failed - applied} apply, "
+        f"torch {torch_version_at(root)} at {root}: {len(results) - failed - applied - source} apply, "
         f"{applied} already applied, {failed} fail"
+        + (f"; {source} C++ patches not built here" if source else "")
     )
     return 1 if failed else 0
 

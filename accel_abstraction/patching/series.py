@@ -1,5 +1,11 @@
 """Find and read a patch series: ``patches/pytorch/<torch version>/series`` and its patches.
 
+A series holds two kinds of patch. *Wheel* patches change Python files of the installed
+torch (``torch/**.py``): the tooling checks, overlays and applies them. *Source* patches
+change PyTorch's C++ (``c10/``, ``aten/``, ``torch/csrc/``): they only take effect in a
+PyTorch built from source, so here they are listed, their context is checked against
+the copies of those files that the wheel ships (its headers), and they are never applied.
+
 Nothing here imports torch: the version and location of the installed torch are read
 from its files, so the tooling can run (and an overlay can be activated) before torch
 is imported.
@@ -42,6 +48,7 @@ class Patch:
     path: Path
     subject: str
     diffs: tuple[FileDiff, ...]
+    kind: str = "wheel"  #: "wheel" (Python files of the installed torch) or "source" (C++)
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -55,12 +62,35 @@ class Series:
 
     torch_version: str
     directory: Path
-    patches: tuple[Patch, ...]
+    all_patches: tuple[Patch, ...]  #: every patch of the ``series`` file, in its order
+
+    @property
+    def patches(self) -> tuple[Patch, ...]:
+        """The wheel patches, in order: what ``check``, ``apply`` and the overlay use."""
+        return tuple(p for p in self.all_patches if p.kind == "wheel")
+
+    @property
+    def source_patches(self) -> tuple[Patch, ...]:
+        """The C++ patches, in order: listed and context-checked, never applied here."""
+        return tuple(p for p in self.all_patches if p.kind == "source")
 
     @property
     def files(self) -> tuple[str, ...]:
-        """Every path the series changes, in first-touched order, without repeats."""
+        """Every installed file the wheel patches change, in first-touched order, without repeats."""
         return tuple(dict.fromkeys(f for p in self.patches for f in p.files))
+
+
+def _is_wheel_file(path: str) -> bool:
+    return path.startswith("torch/") and not path.startswith("torch/csrc/") and path.endswith((".py", ".pyi"))
+
+
+def _kind(name: str, diffs: list[FileDiff]) -> str:
+    wheel = [_is_wheel_file(d.path) for d in diffs]
+    if all(wheel):
+        return "wheel"
+    if not any(wheel):
+        return "source"
+    raise PatchError(f"{name} changes both installed Python files and C++ source; split it into two patches")
 
 
 def base_version(version: str) -> str:
@@ -176,5 +206,5 @@ def load_series(torch_version: str, patches_dir: Path | None = None) -> Series:
         diffs = parse_diff(text, source=name)
         if not diffs:
             raise PatchError(f"{path} contains no diff")
-        patches.append(Patch(name, path, _subject(text, path), tuple(diffs)))
+        patches.append(Patch(name, path, _subject(text, path), tuple(diffs), _kind(name, diffs)))
     return Series(version, directory, tuple(patches))

@@ -283,6 +283,21 @@ def add_accel_import(module: cst.Module) -> cst.Module:
 _CUDA_MODULES = ("torch.cuda", "torch.backends.cudnn", "torch.backends.cuda")
 
 
+#: Deeper syntax trees than this are not handed to libcst (real code stays far below: ~40).
+MAX_DEPTH = 300
+
+
+def _depth(tree: ast.AST) -> int:
+    """The depth of ``tree``, found without recursion."""
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
 def _used_names(tree: ast.AST) -> set[str]:
     return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
 
@@ -389,7 +404,15 @@ def _port(source: str, path: str, enabled: Callable[[str], bool] | None, max_rou
     findings = scanned.findings
     text = source
     applied: list[Finding] = []
-    used_before = _used_names(ast.parse(source)) if any(f.fix is not None for f in findings) else set()
+    if not any(f.fix is not None for f in findings):
+        used_before: set[str] = set()
+    else:
+        tree = ast.parse(source)
+        if _depth(tree) > MAX_DEPTH:
+            # libcst recurses per level (RecursionError), or on some versions takes minutes
+            result.error = f"{path}: {TOO_DEEP}"
+            return result
+        used_before = _used_names(tree)
     for _ in range(max_rounds):
         todo = [f for f in findings if f.fix is not None]
         if not todo:

@@ -24,7 +24,7 @@ RANK_NAME = re.compile(
     re.IGNORECASE,
 )
 _STRING_PREFIX = re.compile(r"^([rRuU]?)(['\"])cuda")
-_NVCC_FLAGS = ("-gencode", "--generate-code", "-arch=sm_", "--gpu-architecture")
+_NVCC_FLAGS = ("-gencode", "--generate-code", "-arch=sm_", "--gpu-architecture")  # accel: ignore[ACC201]
 
 
 def arg_of(call: ast.Call, index: int, keyword: str) -> tuple[ast.AST | None, int | str]:
@@ -152,7 +152,7 @@ class DeviceChecks(Reporter):
         dev, where = arg_of(node, 0, "type")
         value = str_value(dev)
         if value is None:
-            if isinstance(dev, ast.Constant) and type(dev.value) is int or (
+            if (isinstance(dev, ast.Constant) and type(dev.value) is int) or (
                 isinstance(dev, (ast.Name, ast.Attribute)) and RANK_NAME.match(last_name(dev) or "")
             ):
                 if len(node.args) == 1 and not node.keywords:
@@ -216,9 +216,9 @@ class DeviceChecks(Reporter):
             return
         if value == "nccl":
             self.backend_value(node)
-        elif value.startswith("nvidia-smi"):
+        elif value.startswith("nvidia-smi"):  # accel: ignore[ACC206]
             self.report(node, "ACC206", "runs nvidia-smi", suggestion="query accel.device_name() / accel.mem_get_info() instead")
-        elif value == "TORCH_CUDA_ARCH_LIST" or value.startswith(_NVCC_FLAGS):
+        elif value == "TORCH_CUDA_ARCH_LIST" or value.startswith(_NVCC_FLAGS):  # accel: ignore[ACC201]
             self.report(node, "ACC201", f"CUDA build setting {value.split()[0]!r}", suggestion="CUDA kernels must be built per backend")
 
     # ---- environment and extensions

@@ -92,12 +92,11 @@ def device_positions(nodes: Iterable[ast.AST]) -> frozenset[str]:
 class DeviceTest:
     """One device-type test found in an expression, and its portable form."""
 
-    __slots__ = ("node", "text", "branch")
+    __slots__ = ("node", "text")
 
-    def __init__(self, node: ast.AST, text: str | None, branch: str) -> None:
+    def __init__(self, node: ast.AST, text: str | None) -> None:
         self.node = node  # the comparison (or startswith call) to rewrite
         self.text = text  # its portable replacement; None when it cannot be folded
-        self.branch = branch  # "body" when true means CUDA, "orelse" when false means CUDA
 
 
 def _quote(segment: Segment, literal: ast.AST) -> str:
@@ -127,7 +126,7 @@ def device_test(node: ast.AST, segment: Segment, is_device_ish: Predicate, inten
         q = _quote(segment, node.args[0])
         subject = segment(node.func.value)
         text = f"not {subject}.startswith({q}cpu{q})" if subject else None
-        return DeviceTest(node, text, "body")
+        return DeviceTest(node, text)
     return None
 
 
@@ -150,7 +149,7 @@ def _compare(node: ast.Compare, segment: Segment, is_device_ish: Predicate, inte
         subject = segment(right)
         neg = "not in" if isinstance(op, ast.In) else "in"
         text = f"{q}cpu{q} {neg} {subject}" if subject else None
-        return DeviceTest(node, text, "body" if isinstance(op, ast.In) else "orelse")
+        return DeviceTest(node, text)
     for literal, other in ((right, left), (left, right)):
         value = str_value(literal)
         members: list[str] | None = None
@@ -167,5 +166,5 @@ def _compare(node: ast.Compare, segment: Segment, is_device_ish: Predicate, inte
         foldable = subject is not None and (value == "cuda" or members == ["cuda"])
         q = _quote(segment, literal if members is None else literal.elts[0])  # type: ignore[attr-defined]
         text = f"{subject} {'!=' if positive else '=='} {q}cpu{q}" if foldable else None
-        return DeviceTest(node, text, "body" if positive else "orelse")
+        return DeviceTest(node, text)
     return None

@@ -23,13 +23,11 @@ class Reporter:
 
     def segment(self, node: ast.AST) -> str | None:
         """The source text of ``node`` (``ast.get_source_segment`` without splitting the file per call)."""
-        try:
-            line, end_line = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined,operator]
-            col, end_col = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
-        except AttributeError:
+        line, end_line = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        col, end_col = getattr(node, "col_offset", None), getattr(node, "end_col_offset", None)
+        if line is None or end_line is None or col is None or end_col is None:
             return None
-        if end_line is None or end_col is None:
-            return None
+        line, end_line = line - 1, end_line - 1
         if self._raw_lines is None:
             self._raw_lines = io.StringIO(self.source, newline="").readlines()
         lines = self._raw_lines

@@ -118,9 +118,9 @@ def _r(
 #: besides bare integer devices (``.to(0)``, ``device=local_rank``), which the scanner
 #: tests with one regular expression.
 BUILTIN_PRECHECK: tuple[str, ...] = (
-    "cuda", "CUDA", "cudnn", "CUDNN", "nccl", "NCCL", "pin_memory", "GradScaler", "apex", "cupy", "nvtx",
+    "cuda", "CUDA", "cudnn", "CUDNN", "nccl", "NCCL", "pin_memory", "GradScaler", "apex", "cupy", "nvtx",  # accel: ignore
     "nvml", "_scaled_mm", "fused=True", '"fused"', "'fused'", "use_fused", "peak_flops", "flops_promised", "e12",
-    "nvidia-smi", "gencode", "generate-code", "arch=sm_",
+    "nvidia-smi", "gencode", "generate-code", "arch=sm_",  # accel: ignore
     '.cu"', ".cu'", ".cuh",
 )
 
@@ -205,8 +205,9 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     _r("ACC171", "distributed", '"nccl" process-group backend', "accel.dist_backend()",
        examples=(('torch.distributed.init_process_group("nccl")', "torch.distributed.init_process_group(accel.dist_backend())"),
                  ('p.add_argument("--dist-backend", default="nccl")', 'p.add_argument("--dist-backend", default=accel.dist_backend())'),
-                 ('ok = args.dist_backend == "nccl"', "ok = args.dist_backend == accel.dist_backend()")),
-       counterexamples=('print("nccl backend needs GPUs")',)),
+                 ('ok = args.dist_backend == "nccl"', "ok = args.dist_backend == accel.dist_backend()"),
+                 ('if dist.get_backend() == "nccl":\n    pass', "if dist.get_backend() == accel.dist_backend():")),
+       counterexamples=('print("nccl backend needs GPUs")', 'ok = "nccl" in value', 'ok = name == "nccl"')),
     # numerics
     _r("ACC181", "numerics", "torch.backends.cudnn.deterministic", "accel.set_deterministic(b)",
        examples=(("torch.backends.cudnn.deterministic = True", "accel.set_deterministic(True)"),)),

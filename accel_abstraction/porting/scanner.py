@@ -60,9 +60,14 @@ _TEXT_SINKS = frozenset({"print", "debug", "info", "warning", "warn", "error", "
 _BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
 _ACCEL_WORDS = re.compile(r"cuda|gpu|accel", re.IGNORECASE)
 #: Why a file CPython parses can still not be analysed (180 nested calls, a deep literal).
-TOO_DEEP = "too deeply nested to analyse (RecursionError); this file is skipped, the others are not"
+TOO_DEEP = "too deeply nested to analyse (thousands of nested or chained expressions); this file is skipped, the others are not"
 _SUPPRESS = re.compile(r"#\s*accel:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 _COUPLED_PREFIXES = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension", *PACKAGES)
+
+
+def _callee(node: ast.AST) -> ast.AST:
+    """``f`` for a call ``f(...)``, else the node itself."""
+    return node.func if isinstance(node, ast.Call) else node
 
 
 def _coupled_module(qualname: str) -> bool:
@@ -115,7 +120,7 @@ class _Scan(DeviceChecks):
         self._string_names: frozenset[str] | None = None
         self._device_args: frozenset[str] | None = None
         self._fused: set[int] | None = None
-        self.duplicate_flags: dict[int, int] = self._duplicate_flags(tree) if source.count("allow_tf32") > 1 else {}
+        self.duplicate_flags: dict[int, int] = self._duplicate_flags() if source.count("allow_tf32") > 1 else {}
         self.guarded: list[tuple[int, int]] = []  # line ranges inside an accelerator guard
 
     # ---- context for plugin matchers
@@ -214,17 +219,15 @@ class _Scan(DeviceChecks):
                 ids.update(id(sub) for sub in ast.walk(value))
         return ids
 
-    @staticmethod
-    def _duplicate_flags(tree: ast.Module) -> dict[int, int]:
+    def _duplicate_flags(self) -> dict[int, int]:
         """Flag assignments that repeat the previous statement's portable call -> that line.
 
         ``torch.backends.cuda.matmul.allow_tf32 = True`` then
         ``torch.backends.cudnn.allow_tf32 = True`` both mean ``accel.set_allow_tf32(True)``:
         the second is dropped, not written twice.
         """
-        aliases = AliasMap.from_tree(tree)
         dup: dict[int, int] = {}
-        for node in ast.walk(tree):
+        for node in ast.walk(self.tree):
             for field in ("body", "orelse", "finalbody"):
                 block = getattr(node, field, None)
                 if not isinstance(block, list):
@@ -234,7 +237,7 @@ class _Scan(DeviceChecks):
                 for stmt in block:
                     key = None
                     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-                        row = FLAGS.get(aliases.qualname(stmt.targets[0]) or "")
+                        row = FLAGS.get(self.aliases.qualname(stmt.targets[0]) or "")
                         if row is not None:
                             key = (row.replacement or "", ast.dump(stmt.value))
                     if key is not None and key == previous:
@@ -364,7 +367,7 @@ class _Scan(DeviceChecks):
                             self.backend_value(kw.value)
             elif attr == "pin_memory" and not node.args and not node.keywords and not self._in_guard(node.lineno):
                 self.report(node, "ACC191", "Tensor.pin_memory() fails without CUDA", suggestion="guard with accel.capabilities().pinned_memory")
-            elif attr in ("format",):
+            elif attr == "format":
                 self.runtime_string(node)
         for kw in node.keywords:
             name = kw.arg
@@ -517,6 +520,11 @@ class _Scan(DeviceChecks):
         if len(node.comparators) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
             if self.aliases.qualname(node.comparators[0]) == "os.environ":
                 self.env_name(node.left)
+        if len(node.comparators) == 1:
+            # "nccl" compared with something that is no backend setting is a string test, not a backend
+            for literal, other in ((node.left, node.comparators[0]), (node.comparators[0], node.left)):
+                if str_value(literal) == "nccl" and "backend" not in (last_name(_callee(other)) or "").lower():
+                    self.done.add(id(literal))
         if self.device_type_test(node):
             for sub in (node.left, *node.comparators):
                 if str_value(sub) is not None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from ..scaler_defaults import SCALER
 from .hints import port_hint
 from .serve import Server
 from .spec import Redirect
@@ -68,10 +69,10 @@ def amp_redirects(s: Server) -> list[Redirect]:
         def __init__(
             self,
             device: str = "cuda",
-            init_scale: float = 2.0**16,
-            growth_factor: float = 2.0,
-            backoff_factor: float = 0.5,
-            growth_interval: int = 2000,
+            init_scale: float = SCALER.init_scale,
+            growth_factor: float = SCALER.growth_factor,
+            backoff_factor: float = SCALER.backoff_factor,
+            growth_interval: int = SCALER.growth_interval,
             enabled: bool | None = None,
         ) -> None:
             if t.names_cuda(device):
@@ -93,10 +94,10 @@ def amp_redirects(s: Server) -> list[Redirect]:
 
         def __init__(
             self,
-            init_scale: float = 2.0**16,
-            growth_factor: float = 2.0,
-            backoff_factor: float = 0.5,
-            growth_interval: int = 2000,
+            init_scale: float = SCALER.init_scale,
+            growth_factor: float = SCALER.growth_factor,
+            backoff_factor: float = SCALER.backoff_factor,
+            growth_interval: int = SCALER.growth_interval,
             enabled: bool | None = None,
         ) -> None:
             rec.hit("torch.cuda.amp.GradScaler")

@@ -66,11 +66,7 @@ class Server:
         self.recorder.mark(key, FAILED)
         reason = ""
         if exc is not None:
-            feature = exc.feature
-            text = str(exc)
-            prefix = f"backend {self.backend.name!r} does not support {feature}"
-            rest = text[len(prefix):] if text.startswith(prefix) else text
-            reason = "" if rest.startswith(";") else rest.lstrip(": ")
+            feature, reason = exc.feature, exc.reason
         if feature in _NEUTRAL_FEATURES and not todo:
             todo = (
                 "port this call with `accel port`, guard it with accel.capabilities(), or run with "

@@ -213,3 +213,33 @@ def test_init_again_after_destroy(monkeypatch: pytest.MonkeyPatch) -> None:
             assert dist.is_initialized() and info.backend == "gloo"
             accel.destroy_distributed()
             assert not dist.is_initialized()
+
+
+def test_destroy_waits_on_a_barrier_with_the_configured_timeout_and_still_destroys_when_it_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _launch_env(monkeypatch, 0, 1, free_port())
+    monkeypatch.setenv("ACCEL_DIST_TIMEOUT", "7")
+    seen: list[Any] = []
+    real_barrier = dist.barrier
+
+    def barrier(*args: Any, **kwargs: Any) -> None:
+        seen.append(kwargs.get("timeout"))
+        real_barrier(*args, **kwargs)
+
+    with accel.using("cpu"):
+        info = accel.init_distributed()
+        assert info.device_type == "cpu"
+        monkeypatch.setattr(dist, "barrier", barrier)
+        accel.destroy_distributed()
+        assert seen == [timedelta(seconds=7)] and not dist.is_initialized()
+
+        accel.init_distributed()
+
+        def lost_peer(*args: Any, **kwargs: Any) -> None:
+            raise RuntimeError("Connection closed by peer [127.0.0.1]:1234")
+
+        monkeypatch.setattr(dist, "barrier", lost_peer)
+        with pytest.warns(RuntimeWarning, match="not every rank reached the final barrier.*Connection closed"):
+            accel.destroy_distributed()
+        assert not dist.is_initialized() and dist_init.dist_info() is None

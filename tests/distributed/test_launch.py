@@ -92,6 +92,13 @@ def _check_training(out: Path, world: int, device_type: str) -> None:
         assert c.get("recv") == ([42.0] if rank == world - 1 else None)
         assert c["all_reduce_strided"] == [[world * v for v in row] for row in [[0, 3], [1, 4], [2, 5]]]
         assert c["all_gather_object"] == [{"rank": r} for r in range(world)]
+        assert c["all_reduce_avg"] == [(world + 1) / 2] * 2
+        assert c["reduce_scatter_tensor_avg"] == [float(rank + sum(range(world)) / world)]
+        assert c["all_to_all"] == [[float(10 * r + rank)] for r in range(world)]
+        total = sum(range(world))
+        assert c["all_reduce_coalesced"] == [[float(total)] * 2, [2.0 * total] * 3]
+        assert c["all_reduce_view"] == [0.0, 1.0, 2.0 * world, 3.0 * world, 4.0 * world, 5.0, 6.0, 7.0]
+        assert c["async_future"] == [True, [world * (world + 1.0)] * 2, [world * (world + 1) / 2] * 2]
         assert res["info"]["rank"] == rank and res["info"]["world_size"] == world
         assert res["info"]["is_main_process"] is (rank == 0) and res["info"]["accel_is_main_process"] is (rank == 0)
     states = [torch.load(out / f"rank{r}.pt") for r in range(world)]

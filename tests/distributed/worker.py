@@ -90,6 +90,30 @@ def _collectives(device: torch.device, rank: int, world: int) -> dict[str, objec
     strided = torch.arange(6.0, device=device).reshape(2, 3).t()  # not contiguous
     dist.all_reduce(strided, async_op=True).wait()
     out["all_reduce_strided"] = strided.cpu().tolist()
+    t = torch.full((2,), float(rank + 1), device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    out["all_reduce_avg"] = t.cpu().tolist()
+    piece = torch.zeros(1, device=device)
+    dist.reduce_scatter_single(piece, torch.arange(world, dtype=torch.float32, device=device) + rank,
+                                op=dist.ReduceOp.AVG)
+    out["reduce_scatter_tensor_avg"] = piece.cpu().tolist()
+    outs = [torch.zeros(1, device=device) for _ in range(world)]
+    dist.all_to_all(outs, [torch.tensor([float(10 * rank + i)], device=device) for i in range(world)])
+    out["all_to_all"] = [o.cpu().tolist() for o in outs]
+    a, b = torch.full((2,), float(rank), device=device), torch.full((3,), float(2 * rank), device=device)
+    with dist._coalescing_manager(async_ops=True) as cm:  # what FSDP1 and DTensor use to batch collectives
+        dist.all_reduce(a)
+        dist.all_reduce(b)
+    cm.wait()
+    out["all_reduce_coalesced"] = [a.cpu().tolist(), b.cpu().tolist()]
+    dist.barrier(device_ids=[0])
+    t = torch.full((2,), float(rank + 1), device=device)
+    work = dist.all_reduce(t, async_op=True)
+    doubled = work.get_future().then(lambda fut: fut.value()[0] * 2).wait()
+    out["async_future"] = [work.wait(), doubled.cpu().tolist(), t.cpu().tolist()]
+    big = torch.arange(8.0, device=device)
+    dist.all_reduce(big[2:5])  # a contiguous view at an offset: the result lands there, nowhere else
+    out["all_reduce_view"] = big.cpu().tolist()
     objs: list[object] = [None] * world
     dist.all_gather_object(objs, {"rank": rank})
     out["all_gather_object"] = objs

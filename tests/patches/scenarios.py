@@ -362,6 +362,100 @@ def profiler_memory_timeline(device: str) -> dict[str, Any]:
     return {"title": titles[-1].replace("\n", " ").strip() if titles else None}
 
 
+# ----------------------------------------------------------------------------- 0011
+
+
+@scenario
+def module_to_keeps_tied_and_lazy(device: str) -> dict[str, Any]:
+    """After `.to(device)`: tied weights tied? lazy parameters lazy? training as on the CPU?"""
+    from tied_models import TiedLM, is_tied, train_lazy, train_tied_lm
+
+    model = TiedLM().to(device)
+    tied_after_to = is_tied(model)
+    tied_after_cpu = is_tied(model.cpu())
+    shared = torch.nn.Module()
+    shared.register_buffer("table", torch.ones(3))
+    other = torch.nn.Module()
+    other.register_buffer("table", shared.table)
+    torch.nn.Sequential(shared, other).to(device)
+    trained, reference = train_tied_lm(device), train_tied_lm("cpu")
+    try:
+        lazy = train_lazy(device)
+        lazy_outcome: Any = {
+            "lazy_after_to": bool(lazy["lazy_after_to"]),
+            "same_as_cpu": _same(lazy, train_lazy("cpu")),
+        }
+    except AssertionError as exc:  # stock: "The in_features inferred from input: 12 is not equal to ... 0"
+        lazy_outcome = _error(exc)
+    return {
+        # accel's mitigation (the neuron plugin's Module._apply wrapper) is not installed here
+        "module_apply_is_torchs": torch.nn.Module._apply.__module__ == "torch.nn.modules.module",
+        "tied_after_to": tied_after_to,
+        "tied_after_cpu": tied_after_cpu,
+        "buffer_shared": shared.table is other.table,
+        "trained_tied": bool(trained["tied"]),
+        "parameters": int(trained["parameters"]),
+        "training_same_as_cpu": _same(trained, reference),
+        "lazy": lazy_outcome,
+    }
+
+
+def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+# ----------------------------------------------------------------------------- 0012
+
+
+@scenario
+def linear_cross_entropy_accumulation(device: str) -> dict[str, Any]:
+    """Accumulation dtype `auto` resolves to for 16-bit inputs; a bf16 head vs the CPU's fp32-acc result."""
+    import importlib.util
+
+    import torch.nn.functional as F
+    from torch.nn.modules import linear_cross_entropy_options as installed
+
+    # torch's own code (stock or patched), whatever a backend changed at run time: the emulator
+    # gives neuron the CPU's entries (a workaround real backends do not have). F.linear_cross_entropy
+    # only calls options._adjust(), so options from this copy decide exactly as torch's code does.
+    spec = importlib.util.spec_from_file_location("_torchs_lce_options", installed.__file__)
+    assert spec is not None and spec.loader is not None
+    torchs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(torchs)
+    LinearCrossEntropyOptions = torchs.LinearCrossEntropyOptions
+
+    options = LinearCrossEntropyOptions()
+    resolved = {
+        str(dtype): str(options._adjust(64, 16, 256, dtype, torch.device(device)).acc_dtype)
+        for dtype in (torch.bfloat16, torch.float16)
+    }
+    x = torch.randn(64, 16).bfloat16()
+    w = torch.randn(256, 16).bfloat16()
+    y = torch.randint(0, 256, (64,))
+
+    def run(dev: str, opts: Any) -> list[torch.Tensor]:
+        xd, wd = (t.to(dev).detach().requires_grad_() for t in (x, w))
+        loss = F.linear_cross_entropy(xd, wd, y.to(dev), options=opts)
+        loss.backward()
+        return [t.detach().cpu() for t in (loss, xd.grad, wd.grad)]
+
+    # The CPU with what "auto" means on a device without per-device defaults, accumulating in fp32.
+    reference = run(
+        "cpu",
+        LinearCrossEntropyOptions(
+            acc_policy="compact", chunking_method="aspect_ratio:2", acc_dtype=torch.float32
+        ),
+    )
+    on_device = run(device, options)
+    return {
+        "resolved": resolved,
+        "same_as_cpu_fp32_accumulation": all(
+            torch.equal(a, b) for a, b in zip(on_device, reference, strict=True)
+        ),
+        "loss": float(on_device[0]),
+    }
+
+
 # ----------------------------------------------------------------------------- main
 
 

@@ -24,6 +24,8 @@ PATCH_SCENARIOS = {
     "0008": "device_mesh_default_group",
     "0009": "memory_snapshot",
     "0010": "profiler_memory_timeline",
+    "0011": "module_to_keeps_tied_and_lazy",
+    "0012": "linear_cross_entropy_accumulation",
 }
 
 CUDA_DISABLED_WARNING = "torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling."
@@ -128,6 +130,36 @@ def test_0010_memory_timeline_reports_the_accelerator_peak(scenarios) -> None:
     # 256 MiB were allocated on neuron; stock reads CUDA's counters.
     assert stock["title"] == "Max memory allocated: 0.00 GiB  Max memory reserved: 0.00 GiB"
     assert patched["title"] == "Max memory allocated: 0.25 GiB  Max memory reserved: 0.25 GiB"
+
+
+def test_0011_module_to_keeps_tied_and_lazy_parameters(scenarios) -> None:
+    stock, patched = scenarios.observe("neuron", "module_to_keeps_tied_and_lazy")
+    # Stock: one new Parameter per module: the GPT-2-style head is a second matrix (2048 more
+    # parameters), trained apart from the embedding; shared buffers split; lazy layers break.
+    assert stock["tied_after_to"] is stock["trained_tied"] is stock["buffer_shared"] is False
+    assert stock["parameters"] == patched["parameters"] + 64 * 32
+    assert stock["training_same_as_cpu"] is False
+    assert stock["lazy"]["error"] == "AssertionError" and "from self.weight: 0" in stock["lazy"]["message"]
+    assert stock["module_apply_is_torchs"] is patched["module_apply_is_torchs"] is True
+    assert patched == {
+        "module_apply_is_torchs": True,  # the patch alone: the neuron plugin's mitigation is off
+        "tied_after_to": True,
+        "tied_after_cpu": True,
+        "buffer_shared": True,
+        "trained_tied": True,
+        "parameters": 28032,
+        "training_same_as_cpu": True,  # bitwise: parameters, buffers and losses of 4 AdamW steps
+        "lazy": {"lazy_after_to": True, "same_as_cpu": True},
+    }
+
+
+def test_0012_linear_cross_entropy_accumulates_in_float32_on_the_accelerator(scenarios) -> None:
+    stock, patched = scenarios.observe("neuron", "linear_cross_entropy_accumulation")
+    assert stock["resolved"] == {"torch.bfloat16": "torch.bfloat16", "torch.float16": "torch.float16"}
+    assert stock["same_as_cpu_fp32_accumulation"] is False
+    assert patched["resolved"] == {"torch.bfloat16": "torch.float32", "torch.float16": "torch.float32"}
+    # the bf16 head's loss and both gradients are bit for bit the CPU's with fp32 accumulation
+    assert patched["same_as_cpu_fp32_accumulation"] is True
 
 
 @pytest.mark.parametrize("name", scenario_names())

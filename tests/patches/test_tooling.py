@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from accel_abstraction.patching import HunkMismatchError, PatchError, TorchVersionMismatchError
-from accel_abstraction.patching.apply import MANIFEST, check_series, patched_texts
+from accel_abstraction.patching.apply import MANIFEST, check_series, patched_texts, wheel_copy
 from accel_abstraction.patching.cli import main as patches_main
 from accel_abstraction.patching.series import load_series
 from accel_abstraction.patching.unidiff import apply_file_diff, parse_diff
@@ -38,20 +38,25 @@ def _pristine_copy(series, torch_root: Path, dest: Path, version: str | None = N
 
 def test_series_lists_every_patch_file_in_order(series) -> None:
     on_disk = sorted(p.name for p in series.directory.glob("*.patch"))
-    assert [p.name for p in series.patches] == on_disk
+    assert [p.name for p in series.all_patches] == on_disk
     assert len(series.patches) >= 8
-    for patch in series.patches:
+    total = len(series.all_patches)
+    for number, patch in enumerate(series.all_patches, start=1):
         text = patch.path.read_text()
-        for header in ("From ", "From: ", "Date: ", "Subject: [PATCH"):
+        for header in ("From ", "From: ", "Date: ", f"Subject: [PATCH {number:02d}/{total}]"):
             assert header in text, (patch.name, header)
         for section in ("Problem:", "Who it hurts:", "Fix:", "Test plan:"):
             assert section in text, (patch.name, section)
-        assert all(f.startswith("torch/") for f in patch.files)
+    assert all(f.startswith("torch/") and f.endswith(".py") for p in series.patches for f in p.files)
+    for patch in series.source_patches:  # C++: the commit message says why it is not built here
+        assert "Not built here:" in patch.path.read_text(), patch.name
+        assert not any(f.endswith(".py") for f in patch.files)
 
 
 def test_every_patch_applies_cleanly_to_the_installed_torch(series, torch_root: Path) -> None:
     results = check_series(series, torch_root)
-    assert [(r.patch.name, r.state) for r in results] == [(p.name, "applies") for p in series.patches]
+    expected = [(p.name, "applies" if p.kind == "wheel" else "source") for p in series.all_patches]
+    assert [(r.patch.name, r.state) for r in results] == expected
 
 
 def test_git_apply_accepts_the_series_and_agrees_with_the_python_applier(
@@ -127,9 +132,14 @@ def test_parser_refuses_new_files_and_unsafe_paths() -> None:
 def test_cli_list_and_check(capsys: pytest.CaptureFixture[str], series) -> None:
     assert patches_main(["list"]) == 0
     out = capsys.readouterr().out
-    assert all(p.name in out and p.subject in out for p in series.patches)
+    assert all(p.name in out and p.subject in out for p in series.all_patches)
+    assert out.count("[C++, not built here]") == len(series.source_patches)
     assert patches_main(["check"]) == 0
-    assert f"{len(series.patches)} apply, 0 already applied, 0 fail" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"{len(series.patches)} apply, 0 already applied, 0 fail" in out
+    if series.source_patches:
+        assert f"; {len(series.source_patches)} C++ patches not built here" in out
+        assert out.count("not built here: it changes C++") == len(series.source_patches)
 
 
 def test_check_reports_the_patch_that_no_longer_applies(
@@ -145,6 +155,35 @@ def test_check_reports_the_patch_that_no_longer_applies(
     assert f"{len(series.patches) - 1} apply, 0 already applied, 1 fail" in out
     assert patches_main(["apply", "--torch-root", str(site), "--target", str(tmp_path / "o")]) == 2
     assert not (tmp_path / "o").exists()
+
+
+def test_check_verifies_cpp_patches_against_the_wheels_headers(
+    series, torch_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    header = next((wheel_copy(f) for p in series.source_patches for f in p.files if wheel_copy(f)), None)
+    if header is None or not (torch_root / header).is_file():
+        pytest.skip("no C++ patch changes a file the wheel ships")
+    site = _pristine_copy(series, torch_root, tmp_path / "site-packages")
+    (site / header).parent.mkdir(parents=True)
+    shutil.copyfile(torch_root / header, site / header)
+    assert patches_main(["check", "--torch-root", str(site)]) == 0
+    assert f"context matches the installed {header}" in capsys.readouterr().out
+    (site / header).write_text((site / header).read_text().replace("BackendComponent::MTIABit}", "X}"))
+    assert patches_main(["check", "--torch-root", str(site)]) == 1
+    out = capsys.readouterr().out
+    assert f"checked against the wheel's copy {header}" in out and "1 fail" in out
+
+
+def test_a_patch_mixing_python_and_cpp_is_refused(tmp_path: Path) -> None:
+    directory = tmp_path / "pytorch" / "2.13.0"
+    directory.mkdir(parents=True)
+    hunk = "@@ -1 +1 @@\n-x\n+y\n"
+    (directory / "0001-mixed.patch").write_text(
+        f"--- a/torch/x.py\n+++ b/torch/x.py\n{hunk}--- a/c10/x.h\n+++ b/c10/x.h\n{hunk}"
+    )
+    (directory / "series").write_text("0001-mixed.patch\n")
+    with pytest.raises(PatchError, match="split it into two patches"):
+        load_series("2.13.0", tmp_path)
 
 
 def test_add_parser_follows_the_accel_cli_contract(capsys: pytest.CaptureFixture[str]) -> None:
@@ -188,7 +227,7 @@ def test_in_place_apply_backs_up_and_revert_restores(series, torch_root: Path, t
     expected = patched_texts(series, torch_root)
     assert all((site / rel).read_text() == expected[rel][1] for rel in series.files)
     assert all((state / "backup" / rel).read_bytes() == before[rel] for rel in series.files)
-    assert {r.state for r in check_series(series, site)} == {"applied"}
+    assert {r.state for r in check_series(series, site) if r.patch.kind == "wheel"} == {"applied"}
     assert patches_main(["apply", "--torch-root", str(site), "--target", str(state)]) == 2  # revert first
     assert patches_main(["revert", "--torch-root", str(site), "--target", str(state)]) == 0
     assert {rel: (site / rel).read_bytes() for rel in series.files} == before
@@ -255,7 +294,7 @@ def test_activate_serves_exactly_the_patched_modules_and_must_come_first(
 
 def test_readme_table_has_a_row_per_patch(series) -> None:
     readme = (series.directory.parents[1] / "README.md").read_text()
-    for patch in series.patches:
+    for patch in series.all_patches:
         number = patch.name.split("-", 1)[0]
         assert f"| {number} " in readme, f"patches/README.md has no row for {patch.name}"
         assert all(f"`{f}`" in readme for f in patch.files)

@@ -77,3 +77,14 @@ def test_port_corpus_file(path: Path) -> None:
     assert all(f.suggestion for f in result.manual)
     if result.applied:
         assert result.output.count("import accel_abstraction as accel\n") == 1
+
+
+def test_the_projects_own_examples_and_porting_rules_scan_clean() -> None:
+    from accel_abstraction.porting.runner import iter_python_files, scan_paths
+
+    root = CORPUS.parents[2]
+    files = list(iter_python_files([root / "examples", root / "accel_abstraction" / "porting"]))
+    results = scan_paths(files, jobs=1)
+    assert len(files) > 15
+    assert [f"{f.path}:{f.line} {f.code}" for r in results for f in r.findings] == []
+    assert [r.error for r in results if r.error] == []

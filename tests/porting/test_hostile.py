@@ -34,16 +34,23 @@ def test_deeply_nested_file_is_reported_and_the_others_are_scanned_and_ported(
     tree: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tree / "a.py").write_text(COUPLED)
-    (tree / "deep.py").write_text("import torch\nx = torch.zeros(1).cuda()" + " + 1" * 3000 + "\n")
+    # 20000 chained operators: too deep for CPython 3.11+'s parser or for the analysis (3.10
+    # parses it and the iterative scan may then succeed: either way, one line and no traceback)
+    (tree / "deep.py").write_text("import torch\nx = torch.zeros(1).cuda()" + " + 1" * 20000 + "\n")
     (tree / "z.py").write_text(COUPLED)
-    assert main(["scan", "."]) == 1
+    code = main(["scan", "."])
     out = capsys.readouterr()
     assert "a.py:2:5 ACC111" in out.out and "z.py:2:5 ACC111" in out.out
-    assert "deep.py: too deeply nested to analyse" in out.err and "Traceback" not in out.err
-    assert main(["port", "--write", "."]) == 1
+    assert "Traceback" not in out.err
+    too_deep = "deep.py: too deeply nested to analyse" in out.err
+    assert code == (1 if too_deep else 0)
+    assert too_deep or "deep.py:2:5 ACC111" in out.out
+    code = main(["port", "--write", "."])
     err = _err(capsys)
-    assert "deep.py: too deeply nested" in err and "not written (1; each unchanged on disk): deep.py" in err
+    assert "Traceback" not in err
     assert (tree / "a.py").read_text() == PORTED and (tree / "z.py").read_text() == PORTED
+    if code == 1:
+        assert "deep.py: too deeply nested" in err and "not written (1; each unchanged on disk): deep.py" in err
 
 
 def test_port_write_in_a_read_only_folder_says_so(

@@ -23,6 +23,9 @@ class NeuronSettings(ConfigSection):
     ``emulate_devices = N`` (``ACCEL_NEURON_EMULATE_DEVICES=N``) is how many devices the
     emulation shows (``neuron:0`` .. ``neuron:N-1``, default 2); a Trainium instance has 2
     to 128 logical NeuronCores.
+
+    ``keep_tied_parameters = false`` (``ACCEL_NEURON_KEEP_TIED_PARAMETERS=0``) leaves
+    ``torch.nn.Module._apply`` as torch ships it (e.g. when torch is patched instead).
     """
 
     model_config = section_config(NEURON.env_prefix)
@@ -34,4 +37,11 @@ class NeuronSettings(ConfigSection):
         ge=1,
         le=128,
         description="How many emulated devices (neuron:0 .. neuron:N-1) the emulation shows.",
+    )
+    keep_tied_parameters: bool = Field(
+        NEURON.defaults["keep_tied_parameters"],
+        description=(
+            "While neuron is selected, Module.to()/.cpu() keep tied parameters tied and lazy parameters "
+            "lazy (stock torch 2.13 breaks both on every PrivateUse1 device); see the plugin README."
+        ),
     )

@@ -1,20 +1,33 @@
-"""The ``neuron`` collective library for the emulated device: stage to CPU, run gloo, copy back.
+"""The ``neuron`` collective library for the emulated device: stage to CPU, run gloo, write back.
 
 The real TorchNeuron backend registers a ``torch.distributed`` backend named ``neuron``
 for ``neuron`` tensors. The CPU emulation of the device has no interconnect, so
 :func:`register_emulated_process_group` registers a stand-in under the same name: a
-Python :class:`torch.distributed.ProcessGroup` whose every collective copies its
-tensors to the CPU, runs the same collective on an inner gloo group, and copies the
-results back into the caller's tensors. ``dist.init_process_group("neuron")``, the
-``torch.distributed`` functions and ``DistributedDataParallel`` then run unchanged on
-emulated ``neuron`` tensors (CPU tensors pass through without a copy).
+Python :class:`torch.distributed.ProcessGroup` whose every collective stages its
+tensors to the CPU, runs the same collective on an inner gloo group, and writes the
+results back into the caller's tensors (:meth:`EmulatedProcessGroup._via_gloo`, the one
+place that does it). ``dist.init_process_group("neuron")``, the ``torch.distributed``
+functions, ``DistributedDataParallel``, FSDP2, DTensor / tensor parallelism, device
+meshes and ``torch.distributed.checkpoint`` then run unchanged on emulated ``neuron``
+tensors (CPU tensors pass through as they are).
+
+Reductions: ``SUM``, ``AVG``, ``PRODUCT``, ``MIN``, ``MAX``, ``BAND``, ``BOR``, ``BXOR`` as
+gloo has them, and ``PREMUL_SUM`` (which gloo lacks: each rank's CPU copy is scaled by the
+factor, then summed, as NCCL does). A collective that cannot be emulated raises
+:class:`UnsupportedCollectiveError` naming it.
+
+Staging costs no copy for contiguous tensors: an emulated neuron tensor's memory is CPU
+memory, which gloo reads and writes through a CPU view; non-contiguous tensors are copied
+to a contiguous CPU tensor and the result copied back.
 
 Gloo talks over ``127.0.0.1`` (the emulator is a single-machine device), or over the
 interface named by ``GLOO_SOCKET_IFNAME`` when that is set. Collectives are synchronous:
-the returned ``Work`` is already complete, which is what a copy back into device memory
-needs; ``async_op=True`` callers still get a ``Work`` whose ``wait()`` returns at once.
-Timeouts are the process group's (``init_process_group(timeout=...)``): a peer that has
-exited makes the collective fail instead of hang.
+the returned ``Work`` is already complete (``wait()`` returns ``True`` at once,
+``get_future()`` is done and holds the output tensors), which is what writing back into
+device memory needs. Coalescing blocks (``dist._coalescing_manager``) run their
+collectives one by one. Timeouts are the process group's
+(``init_process_group(timeout=...)``): a peer that has exited makes the collective fail
+instead of hang.
 
 Local rank ``r`` uses ``neuron:r`` (as on Trainium, where the device index is ``LOCAL_RANK``):
 creating the group makes that device current, unless the process already chose or used
@@ -26,39 +39,76 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import ProcessGroupGloo, _create_work_from_future
+from torch.utils._pytree import tree_flatten
 
-__all__ = ["BACKEND_NAME", "EmulatedProcessGroup", "register_emulated_process_group"]
+from accel_abstraction.distributed import DistributedError
+
+__all__ = ["BACKEND_NAME", "EmulatedProcessGroup", "UnsupportedCollectiveError", "register_emulated_process_group"]
 
 BACKEND_NAME = "neuron"
 
 _lock = threading.Lock()
+_PREMUL_SUM = dist.ReduceOp.RedOpType.PREMUL_SUM
+#: How gloo words "this collective / reduction / dtype is not implemented" (lower case).
+_GLOO_CANNOT = ("not supported", "does not support", "cannot use", "unsupported", "invalid scalar type")
+
+
+class UnsupportedCollectiveError(DistributedError, NotImplementedError):
+    """The emulated process group cannot run this collective (or this reduction); ``collective`` names it."""
+
+    def __init__(self, collective: str, why: str) -> None:
+        super().__init__(
+            f"the emulated 'neuron' process group does not support {collective}: {why}. "
+            "It stages tensors to the CPU and runs gloo; use a collective gloo has, or run on "
+            "Trainium's native 'neuron' backend (see docs/distributed.md)"
+        )
+        self.collective = collective
 
 
 def _stage(t: torch.Tensor) -> torch.Tensor:
-    """A contiguous CPU tensor with ``t``'s values (``t`` itself when it already is one)."""
+    """A contiguous CPU tensor with ``t``'s values, sharing ``t``'s memory where it can.
+
+    A contiguous CPU tensor is ``t`` itself. An emulated neuron tensor's memory is CPU
+    memory: a contiguous one is handed to gloo as a CPU view of that memory (no copy,
+    the emulator's ``fresh_cpu_view``), so the group moves what gloo moves. Anything
+    else (non-contiguous) is copied.
+    """
     t = t.detach()
-    if t.device.type == "cpu" and t.is_contiguous():
-        return t
+    if t.is_contiguous():
+        if t.device.type == "cpu":
+            return t
+        if t.device.type == "neuron" and getattr(torch.neuron, "_is_emulated", False):  # type: ignore[attr-defined]
+            from .emulator.storage import fresh_cpu_view
+
+            return fresh_cpu_view(t)
     return t.to("cpu").contiguous()
 
 
-def _unstage(dst: torch.Tensor, src: torch.Tensor) -> None:
-    """Write the CPU result ``src`` back into the caller's tensor ``dst`` (nothing when they are one)."""
-    if dst.data_ptr() != src.data_ptr() or dst.device != src.device:
-        dst.detach().copy_(src)
-
-
 def _done(result: Any) -> dist.Work:
+    """A completed ``Work`` whose future holds ``result``."""
     fut: torch.futures.Future[Any] = torch.futures.Future()
     fut.set_result(result)
     return _create_work_from_future(fut)
+
+
+def _tensors(tree: Any) -> list[torch.Tensor]:
+    return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]
+
+
+def _restage(tree: Any, staged: dict[int, torch.Tensor]) -> Any:
+    """``tree`` (a tensor, or nested lists of them) with every tensor replaced by its CPU copy."""
+    if isinstance(tree, torch.Tensor):
+        return staged[id(tree)]
+    if isinstance(tree, list | tuple):
+        return [_restage(x, staged) for x in tree]
+    return tree
 
 
 class EmulatedProcessGroup(dist.ProcessGroup):
@@ -80,72 +130,126 @@ class EmulatedProcessGroup(dist.ProcessGroup):
         options._devices = [device]
         self._gloo = ProcessGroupGloo(store, rank, size, options)
         self._timeout = timeout
+        self._group_name = ""
+        self._group_desc = ""
 
-    def getBackendName(self) -> str:  # noqa: N802 - name fixed by the C++ trampoline
+    # -- identity: a Python process group has no C++ backend to keep its name ------------
+
+    def getBackendName(self) -> str:  # noqa: N802 - names fixed by the C++ trampoline
         return self._name
 
-    # A Python ProcessGroup has no C++ backend to keep its name (PyTorch's getter asks one):
-    # keep it here, for DeviceMesh and the functional collectives that look groups up by name.
-    def _set_group_name(self, name: str) -> None:
+    def getGroupName(self) -> str:  # noqa: N802
+        return self._group_name
+
+    def setGroupName(self, name: str) -> None:  # noqa: N802
         self._group_name = name
 
-    @property
-    def group_name(self) -> str:
-        return getattr(self, "_group_name", "")
+    def getGroupDesc(self) -> str:  # noqa: N802
+        return self._group_desc
 
-    # -- one in-place tensor list -------------------------------------------------
+    def setGroupDesc(self, desc: str) -> None:  # noqa: N802
+        self._group_desc = desc
 
-    def _inplace(self, op: str, tensors: Sequence[torch.Tensor], *args: Any) -> dist.Work:
-        staged = [_stage(t) for t in tensors]
-        getattr(self._gloo, op)(staged, *args).wait()
-        for t, s in zip(tensors, staged, strict=True):
-            _unstage(t, s)
-        return _done(list(tensors))
+    # -- the one staging step ---------------------------------------------------------------
+
+    def _via_gloo(
+        self,
+        collective: str,
+        outputs: Any,
+        inputs: Any,
+        run: Callable[[Any, Any], dist.Work | None],
+        opts: Any = None,
+    ) -> dist.Work:
+        """Stage ``outputs`` and ``inputs`` (tensors or nested lists) to the CPU, ``run`` gloo on them, write back.
+
+        ``inputs is outputs`` (the same object) for in-place collectives. A ``PREMUL_SUM``
+        in ``opts.reduceOp`` becomes a ``SUM`` of the inputs scaled by its factor. Returns
+        a completed ``Work`` whose future holds ``outputs``.
+        """
+        reduce_op = getattr(opts, "reduceOp", None)
+        premul = reduce_op is not None and reduce_op.op == _PREMUL_SUM
+        staged: dict[int, torch.Tensor] = {}
+        for t in _tensors(outputs):
+            staged[id(t)] = _stage(t)
+        for t in _tensors(inputs):
+            if id(t) not in staged:
+                s = _stage(t)
+                # PREMUL_SUM scales the inputs: never the caller's own input tensor.
+                staged[id(t)] = s.clone() if premul and s.data_ptr() == t.data_ptr() else s
+        if premul:
+            factor = _premul_factor(reduce_op, collective)
+            for t in _tensors(inputs):
+                staged[id(t)].mul_(factor)
+            opts.reduceOp = dist.ReduceOp.SUM
+        try:
+            work = run(_restage(outputs, staged), _restage(inputs, staged))
+            if work is not None:
+                work.wait()
+        except RuntimeError as exc:
+            low = str(exc).lower()
+            if any(s in low for s in _GLOO_CANNOT):
+                raise UnsupportedCollectiveError(collective, str(exc).strip().splitlines()[0]) from exc
+            raise
+        for t in _tensors(outputs):
+            s = staged[id(t)]
+            if t.data_ptr() != s.data_ptr():  # a copy, not the tensor's own memory
+                t.detach().copy_(s)
+        return _done(outputs if isinstance(outputs, list) else [outputs])
+
+    # -- in-place on one list of tensors ----------------------------------------------------
 
     def allreduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
-        return self._inplace("allreduce", tensors, opts or dist.AllreduceOptions())
+        opts = opts or dist.AllreduceOptions()
+        return self._via_gloo("all_reduce", tensors, tensors, lambda o, _: self._gloo.allreduce(o, opts), opts)
 
     def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
-        # gloo's allreduce_coalesced wants dense tensors of one dtype: do them one by one.
-        ar = dist.AllreduceOptions()
-        if opts is not None:
-            ar.reduceOp = opts.reduceOp
-            ar.timeout = opts.timeout
+        # gloo's allreduce_coalesced wants dense tensors of one dtype: run them one by one.
         for t in tensors:
-            self._inplace("allreduce", [t], ar)
+            ar = dist.AllreduceOptions()
+            if opts is not None:
+                ar.reduceOp, ar.timeout = opts.reduceOp, opts.timeout
+            self.allreduce([t], ar)
         return _done(list(tensors))
 
     def broadcast(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
-        return self._inplace("broadcast", tensors, opts or dist.BroadcastOptions())
+        opts = opts or dist.BroadcastOptions()
+        return self._via_gloo("broadcast", tensors, tensors, lambda o, _: self._gloo.broadcast(o, opts))
 
     def reduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
-        return self._inplace("reduce", tensors, opts or dist.ReduceOptions())
+        opts = opts or dist.ReduceOptions()
+        return self._via_gloo("reduce", tensors, tensors, lambda o, _: self._gloo.reduce(o, opts), opts)
 
     def barrier(self, opts: Any = None) -> dist.Work:
+        """Wait for every rank; ``device_ids`` / ``device`` in ``opts`` are accepted (the barrier runs on the CPU)."""
         bo = dist.BarrierOptions()
         if opts is not None:
             bo.timeout = opts.timeout
+        bo.device = torch.device("cpu")
         self._gloo.barrier(bo).wait()
         return _done([])
 
-    # -- gathers --------------------------------------------------------------------
+    # -- gathers ------------------------------------------------------------------------------
 
     def allgather(
         self, output_tensors: list[list[torch.Tensor]], input_tensors: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
-        outs = [[_stage(t) for t in group] for group in output_tensors]
-        ins = [_stage(t) for t in input_tensors]
-        self._gloo.allgather(outs, ins, opts or dist.AllgatherOptions()).wait()
-        for group, staged in zip(output_tensors, outs, strict=True):
-            for t, s in zip(group, staged, strict=True):
-                _unstage(t, s)
-        return _done(output_tensors)
+        opts = opts or dist.AllgatherOptions()
+        return self._via_gloo(
+            "all_gather", output_tensors, input_tensors, lambda o, i: self._gloo.allgather(o, i, opts)
+        )
+
+    def allgather_coalesced(
+        self, output_lists: list[list[torch.Tensor]], input_list: list[torch.Tensor], opts: Any = None
+    ) -> dist.Work:
+        for outs, inp in zip(output_lists, input_list, strict=True):
+            self.allgather([outs], [inp], opts)
+        return _done(output_lists)
 
     def all_gather_single(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> dist.Work:
-        out, inp = _stage(output), _stage(input)
-        self._gloo._allgather_base(out, inp, opts or dist.AllgatherOptions()).wait()
-        _unstage(output, out)
-        return _done([output])
+        opts = opts or dist.AllgatherOptions()
+        return self._via_gloo(
+            "all_gather_into_tensor", output, input, lambda o, i: self._gloo._allgather_base(o, i, opts)
+        )
 
     _allgather_base = all_gather_single
 
@@ -161,41 +265,32 @@ class EmulatedProcessGroup(dist.ProcessGroup):
     def gather(
         self, output_tensors: list[list[torch.Tensor]], input_tensors: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
-        outs = [[_stage(t) for t in group] for group in output_tensors]
-        ins = [_stage(t) for t in input_tensors]
-        self._gloo.gather(outs, ins, opts or dist.GatherOptions()).wait()
-        for group, staged in zip(output_tensors, outs, strict=True):
-            for t, s in zip(group, staged, strict=True):
-                _unstage(t, s)
-        return _done(output_tensors)
+        opts = opts or dist.GatherOptions()
+        return self._via_gloo("gather", output_tensors, input_tensors, lambda o, i: self._gloo.gather(o, i, opts))
 
     def scatter(
         self, output_tensors: list[torch.Tensor], input_tensors: list[list[torch.Tensor]], opts: Any = None
     ) -> dist.Work:
-        outs = [_stage(t) for t in output_tensors]
-        ins = [[_stage(t) for t in group] for group in input_tensors]
-        self._gloo.scatter(outs, ins, opts or dist.ScatterOptions()).wait()
-        for t, s in zip(output_tensors, outs, strict=True):
-            _unstage(t, s)
-        return _done(output_tensors)
+        opts = opts or dist.ScatterOptions()
+        return self._via_gloo(
+            "scatter", output_tensors, input_tensors, lambda o, i: self._gloo.scatter(o, i, opts)
+        )
 
-    # -- reduce-scatters ----------------------------------------------------------------
+    # -- reduce-scatters --------------------------------------------------------------------
 
     def reduce_scatter(
         self, output_tensors: list[torch.Tensor], input_tensors: list[list[torch.Tensor]], opts: Any = None
     ) -> dist.Work:
-        outs = [_stage(t) for t in output_tensors]
-        ins = [[_stage(t) for t in group] for group in input_tensors]
-        self._gloo.reduce_scatter(outs, ins, opts or dist.ReduceScatterOptions()).wait()
-        for t, s in zip(output_tensors, outs, strict=True):
-            _unstage(t, s)
-        return _done(output_tensors)
+        opts = opts or dist.ReduceScatterOptions()
+        return self._via_gloo(
+            "reduce_scatter", output_tensors, input_tensors, lambda o, i: self._gloo.reduce_scatter(o, i, opts), opts
+        )
 
     def reduce_scatter_single(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> dist.Work:
-        out, inp = _stage(output), _stage(input)
-        self._gloo._reduce_scatter_base(out, inp, opts or dist.ReduceScatterOptions()).wait()
-        _unstage(output, out)
-        return _done([output])
+        opts = opts or dist.ReduceScatterOptions()
+        return self._via_gloo(
+            "reduce_scatter_tensor", output, input, lambda o, i: self._gloo._reduce_scatter_base(o, i, opts), opts
+        )
 
     _reduce_scatter_base = reduce_scatter_single
 
@@ -203,12 +298,15 @@ class EmulatedProcessGroup(dist.ProcessGroup):
         self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         for out, inp in zip(outputs, inputs, strict=True):
-            self.reduce_scatter_single(out, inp, opts)
+            rs = dist.ReduceScatterOptions()
+            if opts is not None:
+                rs.reduceOp, rs.timeout = opts.reduceOp, opts.timeout
+            self.reduce_scatter_single(out, inp, rs)
         return _done(list(outputs))
 
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
 
-    # -- all-to-all and point-to-point -----------------------------------------------------
+    # -- all-to-all -------------------------------------------------------------------------
 
     def all_to_all_single(
         self,
@@ -218,25 +316,60 @@ class EmulatedProcessGroup(dist.ProcessGroup):
         input_split_sizes: list[int],
         opts: Any = None,
     ) -> dist.Work:
-        out, inp = _stage(output), _stage(input)
-        self._gloo.alltoall_base(
-            out, inp, output_split_sizes, input_split_sizes, opts or dist.AllToAllOptions()
-        ).wait()
-        _unstage(output, out)
-        return _done([output])
+        opts = opts or dist.AllToAllOptions()
+        return self._via_gloo(
+            "all_to_all_single",
+            output,
+            input,
+            lambda o, i: self._gloo.alltoall_base(o, i, output_split_sizes, input_split_sizes, opts),
+        )
 
     alltoall_base = all_to_all_single
 
+    def alltoall(
+        self, output_tensors: list[torch.Tensor], input_tensors: list[torch.Tensor], opts: Any = None
+    ) -> dist.Work:
+        opts = opts or dist.AllToAllOptions()
+        return self._via_gloo(
+            "all_to_all", output_tensors, input_tensors, lambda o, i: self._gloo.alltoall(o, i, opts)
+        )
+
+    # -- point-to-point ---------------------------------------------------------------------
+
     def send(self, tensors: list[torch.Tensor], dst: int, tag: int = 0) -> dist.Work:
-        self._gloo.send([_stage(t) for t in tensors], dst, tag).wait()
-        return _done([])
+        return self._via_gloo("send", [], tensors, lambda _, i: self._gloo.send(i, dst, tag))
 
     def recv(self, tensors: list[torch.Tensor], src: int, tag: int = 0) -> dist.Work:
-        staged = [_stage(t) for t in tensors]
-        self._gloo.recv(staged, src, tag).wait()
-        for t, s in zip(tensors, staged, strict=True):
-            _unstage(t, s)
-        return _done(list(tensors))
+        return self._via_gloo("recv", tensors, tensors, lambda o, _: self._gloo.recv(o, src, tag))
+
+    def recv_anysource(self, tensors: list[torch.Tensor], tag: int = 0) -> dist.Work:
+        return self._via_gloo("recv (any source)", tensors, tensors, lambda o, _: self._gloo.recv_anysource(o, tag))
+
+    # -- coalescing blocks and lifetime -----------------------------------------------------
+
+    def _start_coalescing(self, device: torch.device) -> None:
+        """Start a ``_coalescing_manager`` block: its collectives run one by one as they come."""
+
+    def _end_coalescing(self, device: torch.device) -> dist.Work:
+        return _done([])
+
+    def shutdown(self) -> None:
+        """Close the inner gloo group's connections (``destroy_process_group`` calls this)."""
+        self._gloo.shutdown()
+
+    def abort(self) -> None:
+        self._gloo.abort()
+
+    def split_group(self, *args: Any, **kwargs: Any) -> None:
+        raise UnsupportedCollectiveError("split_group", "gloo cannot split a communicator; use dist.new_group(ranks)")
+
+
+def _premul_factor(op: dist.ReduceOp, collective: str) -> float | torch.Tensor:
+    """The scale factor of a ``PREMUL_SUM`` reduction (a float, or a one-element CPU tensor)."""
+    factor = op.factor
+    if factor is None:
+        raise UnsupportedCollectiveError(f"{collective} with ReduceOp.PREMUL_SUM", "the reduction carries no factor")
+    return factor.detach().cpu() if isinstance(factor, torch.Tensor) else float(factor)
 
 
 def _bind_local_device(rank: int) -> None:

@@ -20,7 +20,7 @@ __all__ = ["NEURON", "NeuronSettings"]
 NEURON = SectionSpec(
     section="neuron",
     env_prefix="ACCEL_NEURON_",
-    defaults={"emulate": False, "emulate_devices": 2},
+    defaults={"emulate": False, "emulate_devices": 2, "keep_tied_parameters": True},
     model="accel_neuron._settings_model:NeuronSettings",
 )
 

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,30 @@ def neuron_emulator() -> torch.device:
 
     emulator.install()
     return torch.device("neuron")
+
+
+@pytest.fixture
+def neuron_selected(neuron_emulator: torch.device, monkeypatch: pytest.MonkeyPatch) -> Iterator[torch.device]:
+    """The emulated neuron backend selected through accel, as a user selects it; unselected after.
+
+    Selecting it also turns on what the plugin does on selection (tied and lazy parameters
+    kept through ``Module.to()``); the teardown restores torch's ``Module._apply``.
+    """
+    from accel_neuron.plugin import OWNER
+
+    import accel_abstraction as accel
+    import accel_abstraction.runtime as runtime
+    from accel_abstraction import module_apply
+
+    for key in list(os.environ):
+        if key.startswith("ACCEL_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("ACCEL_NEURON_EMULATE", "1")
+    runtime.reset()
+    accel.use("neuron")
+    yield neuron_emulator
+    runtime.reset()
+    module_apply.disable(OWNER)
 
 
 @pytest.fixture

@@ -375,3 +375,15 @@ def check_module(info: Any, dtype: torch.dtype, training: bool) -> Outcome:
 def op_ids(ops: Iterable[Any]) -> list[str]:
     """Test ids for OpInfos: ``name`` or ``name.variant``."""
     return [f"{o.name}.{o.variant_test_name}" if o.variant_test_name else o.name for o in ops]
+
+
+def unfreeze_backend_flags() -> None:
+    """Undo what importing ``torch.testing._internal`` does to the whole process.
+
+    Its ``common_utils`` calls ``torch.backends.disable_global_flags()`` on import (at
+    collection, through op_db/module_db), after which any other test that sets
+    ``torch.backends.cudnn.*`` directly fails with "not allowed to set torch.backends.cudnn
+    flags after disable_global_flags".
+    """
+    # torch.backends is a module wrapper: the flag lives in the real module's globals
+    torch.backends.flags_frozen.__globals__["__allow_nonbracketed_mutation_flag"] = True

@@ -20,6 +20,8 @@ _CASES = [
     for training in ((True, False) if info.train_and_eval_differ else (True,))
 ]
 
+harness.unfreeze_backend_flags()
+
 
 def _check(info, training: bool, dtype: torch.dtype) -> None:
     outcome = harness.check_module(info, dtype, training)

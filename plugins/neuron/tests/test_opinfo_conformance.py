@@ -17,6 +17,8 @@ _OPS = harness.op_db()
 _F32 = [op for op in _OPS if torch.float32 in op.supported_dtypes("cpu")]
 _BF16 = [op for op in _OPS if torch.bfloat16 in op.supported_dtypes("cpu")]
 
+harness.unfreeze_backend_flags()
+
 
 def _check(op, dtype: torch.dtype) -> None:
     name = harness.op_ids([op])[0]
