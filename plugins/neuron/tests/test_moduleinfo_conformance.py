@@ -1,7 +1,8 @@
 """Emulated neuron against the CPU, bit for bit, on PyTorch's own module database (module_db).
 
 Every ModuleInfo, in training mode (and in eval mode where the two differ): the module
-built on the CPU and moved with ``.to("neuron")``, forward, then backward to the inputs
+built on the CPU and moved with ``.to("neuron")`` (with ``accel_abstraction.module_apply`` on, as
+when the neuron backend is selected: lazy modules stay lazy), forward, then backward to the inputs
 and every parameter. Up to ``neuron_db_harness.MODULE_INPUTS`` inputs per module, spread
 over its input list. The bfloat16 leg is labelled slow. Expected failures, each with its
 reason, live in ``neuron_db_xfails.MODULES``.
@@ -21,6 +22,16 @@ _CASES = [
 ]
 
 harness.unfreeze_backend_flags()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_conversion_as_with_accel():
+    """Module.to('neuron') as a user of the neuron backend gets it: tied and lazy parameters kept."""
+    from accel_abstraction import module_apply
+
+    module_apply.enable("test_moduleinfo_conformance")
+    yield
+    module_apply.disable("test_moduleinfo_conformance")
 
 
 def _check(info, training: bool, dtype: torch.dtype) -> None:
