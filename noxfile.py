@@ -50,11 +50,11 @@ BACKENDS: dict[str, dict[str, str]] = {
 PROBE = """
 import sys
 import accel_abstraction.plugins as plugins
-from accel_abstraction.selection import build_backend
+from accel_abstraction.selection import build_backend, probe
 from accel_abstraction.settings import AccelSettings
 name = sys.argv[1]
 entry = plugins.get_host().registry.get(name)
-avail = build_backend(entry, AccelSettings.load(backend=name)).availability()
+avail = probe(build_backend(entry, AccelSettings.load(backend=name)), entry)
 print("yes" if avail.available else "no: " + avail.reason)
 """
 

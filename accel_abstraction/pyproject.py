@@ -76,11 +76,8 @@ def check_keywords(given: Iterable[str], known: Iterable[str], header: tuple[str
         )
 
 
-def read_section_table(path: Path, header: tuple[str, ...], known: set[str]) -> dict[str, Any]:
-    """The table ``[a.b.c]`` (``header``) of ``path``, after checking the file parses and every key is known.
-
-    Sub-tables (mapping values) are returned as they are: they belong to other sections.
-    """
+def read_toml(path: Path) -> dict[str, Any]:
+    """The parsed TOML file; a file that is unreadable, not UTF-8 or not TOML is one :class:`ConfigError`."""
     try:
         with path.open("rb") as fh:
             data = tomllib.load(fh)
@@ -97,6 +94,15 @@ def read_section_table(path: Path, header: tuple[str, ...], known: set[str]) -> 
             f"{path}: cannot read the configuration file ({exc.strerror or exc}); make it readable, "
             "or run from a folder without it"
         ) from None
+    return data
+
+
+def read_section_table(path: Path, header: tuple[str, ...], known: set[str]) -> dict[str, Any]:
+    """The table ``[a.b.c]`` (``header``) of ``path``, after checking the file parses and every key is known.
+
+    Sub-tables (mapping values) are returned as they are: they belong to other sections.
+    """
+    data = read_toml(path)
     node: Any = data
     walked: list[str] = []
     for key in header:

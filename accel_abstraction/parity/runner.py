@@ -79,13 +79,13 @@ def _patched_environ(changes: Mapping[str, str]) -> Iterator[None]:
 def _availability(name: str, changes: Mapping[str, str]) -> tuple[bool, str]:
     """Whether backend ``name`` could run in a process whose environment has ``changes`` applied."""
     from ..plugins import get_host
-    from ..selection import build_backend
+    from ..selection import build_backend, probe
     from ..settings import AccelSettings
 
     with _patched_environ(changes):
         entry = get_host().registry.get(name, "--backends")
         backend = build_backend(entry, AccelSettings.load(backend=name))
-        avail = backend.availability()
+        avail = probe(backend, entry)  # a probe that raises is "unavailable", naming the plugin
     return avail.available, avail.reason
 
 

@@ -27,7 +27,7 @@ from pydantic_settings import (
 )
 
 from ..errors import ConfigError
-from ..settings import toml_key_line
+from ..pyproject import read_toml, toml_key_line
 from .rules import Rule
 
 _TABLE = ("tool", "accel", "scan")
@@ -63,6 +63,8 @@ class ScanSettings(BaseSettings):
 
 def load_settings(pyproject: Path | None, **overrides: list[str]) -> ScanSettings:
     """Settings from ``pyproject`` (may be ``None``) with keyword overrides on top."""
+    if pyproject is not None:
+        read_toml(pyproject)  # unreadable, not UTF-8, not TOML: one ConfigError, as for the core's settings
     token = _PYPROJECT.set(pyproject)
     try:
         return ScanSettings(**{k: v for k, v in overrides.items() if v})

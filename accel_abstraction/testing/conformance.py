@@ -44,9 +44,10 @@ class BackendConformance:
         for key, value in self.env.items():
             monkeypatch.setenv(key, value)
         from accel_abstraction.plugins import get_host
+        from accel_abstraction.selection import build_backend, probe
 
         entry = get_host().registry.get(self.backend_name)
-        avail = entry.spec.factory(None).availability()
+        avail = probe(build_backend(entry, None), entry)
         if not avail.available:
             pytest.skip(f"backend {self.backend_name!r} is not available: {avail.reason}")
         with accel.using(self.backend_name) as selected:
