@@ -11,6 +11,9 @@ Anything a backend cannot do raises :class:`~accel_abstraction.errors.Capability
 naming the backend and the feature; no method answers an unsupported request with a silent
 ``None`` or a zero.
 
+Why one module of ~470 lines: it is one class, the whole contract a plugin author reads, and
+each method is a few lines of default; splitting the class would split that contract.
+
 Hot paths: the public ``accel.*`` functions are bound to this object's methods at
 selection time; :meth:`Backend.hot_bindings` may hand out the underlying torch callables
 directly so a call costs what the direct torch call costs.

@@ -1,7 +1,7 @@
 """``torch.neuron``: the device module of the emulated device.
 
-It exposes the names the native backend's ``torch.neuron`` documents (see
-NEURON.md), with the emulator's semantics: ``N`` devices per process
+It exposes the names the native backend's ``torch.neuron`` documents (the list is in
+``plugins/neuron/README.md`` and ``tests/test_emulator_install.py``), with the emulator's semantics: ``N`` devices per process
 (``ACCEL_NEURON_EMULATE_DEVICES``, default 2) with a current device per thread,
 synchronous execution (streams and events are no-ops that keep the API
 shape), memory statistics counted per storage and device, and a generator per

@@ -20,6 +20,9 @@ The kernel is installed as the PrivateUse1 fallback and, explicitly, for ops
 with a CompositeExplicitAutograd kernel: those would otherwise win over a
 fallback and run their decomposition op by op (slower, and for random ops not
 what the CPU runs).
+
+Why one module of ~450 lines: it is the per-op hot path; its helpers stay module-local so
+a call costs plain local lookups, not attribute lookups across modules.
 """
 
 from __future__ import annotations
