@@ -77,14 +77,16 @@ class ConfigSection(BaseSettings):
         return tuple(sources)
 
     @classmethod
-    def load(cls: type[S], pyproject: Path | None = None, **overrides: Any) -> S:
+    def load(cls: type[S], pyproject: Path | None = None, *, search: bool = True, **overrides: Any) -> S:
         """Build the section from keywords, environment and the nearest ``pyproject.toml``.
 
-        ``pyproject`` names the file explicitly; by default :func:`find_pyproject` finds
-        it. Raises :class:`ConfigError` naming the source of any invalid value.
+        ``pyproject`` names the file explicitly; without it :func:`find_pyproject` finds it
+        from the working directory, unless ``search=False`` (no file: a tool that already
+        looked for the project's file elsewhere). Raises :class:`ConfigError` naming the
+        source of any invalid value.
         """
         check_keywords(overrides, cls.model_fields, cls.table_header())
-        path = pyproject or find_pyproject()
+        path = pyproject or (find_pyproject() if search else None)
         table = _read_table(path, cls) if path is not None else {}
         overrides = {k: v for k, v in overrides.items() if v is not None}
         with _LOAD_LOCK:

@@ -7,80 +7,39 @@
     ignore = ["ACC104"]
     exclude = ["tests/fixtures/*"]   # fnmatch patterns on paths, relative to the pyproject
 
-Read by pydantic-settings' own ``PyprojectTomlConfigSettingsSource`` (table header
-``("tool", "accel", "scan")``); keyword arguments (the CLI's ``--select``/``--ignore``)
-win over the file.  Unknown keys are errors that name the file.
+Loaded like every configuration section (:class:`~accel_abstraction.settings.ConfigSection`):
+keyword arguments (the CLI's ``--select``/``--ignore``) win over ``ACCEL_SCAN_*`` variables
+(JSON lists: ``ACCEL_SCAN_IGNORE='["ACC104"]'``), which win over the table; unknown keys and
+invalid values are errors that name the file and line or the variable.
 """
 
 from __future__ import annotations
 
-import contextvars
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
-from pydantic import Field, ValidationError
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    PyprojectTomlConfigSettingsSource,
-    SettingsConfigDict,
-)
+from pydantic import Field
 
 from ..errors import ConfigError
-from ..pyproject import read_toml, toml_key_line
+from ..settings import ConfigSection, section_config
 from .rules import Rule
 
-_TABLE = ("tool", "accel", "scan")
-_NO_FILE = Path("/nonexistent/accel-scan/pyproject.toml")
-_PYPROJECT: contextvars.ContextVar[Path | None] = contextvars.ContextVar("accel_scan_pyproject", default=None)
 
+class ScanSettings(ConfigSection):
+    """``[tool.accel.scan]`` / ``ACCEL_SCAN_*``."""
 
-class ScanSettings(BaseSettings):
-    """``[tool.accel.scan]``."""
-
-    model_config = SettingsConfigDict(
-        pyproject_toml_table_header=_TABLE,
-        extra="forbid",
-    )
+    model_config = section_config("ACCEL_SCAN_")
+    section: ClassVar[str] = "scan"
 
     select: list[str] = Field(default_factory=list, description="codes, prefixes or categories to report; empty: all")
     ignore: list[str] = Field(default_factory=list, description="codes, prefixes or categories never reported")
     exclude: list[str] = Field(default_factory=list, description="fnmatch patterns of paths to skip")
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # Without a pyproject the source is pointed at a path that cannot exist, so it reads nothing.
-        path = _PYPROJECT.get() or _NO_FILE
-        return (init_settings, PyprojectTomlConfigSettingsSource(settings_cls, toml_file=path))
-
 
 def load_settings(pyproject: Path | None, **overrides: list[str]) -> ScanSettings:
-    """Settings from ``pyproject`` (may be ``None``) with keyword overrides on top."""
-    if pyproject is not None:
-        read_toml(pyproject)  # unreadable, not UTF-8, not TOML: one ConfigError, as for the core's settings
-    token = _PYPROJECT.set(pyproject)
-    try:
-        return ScanSettings(**{k: v for k, v in overrides.items() if v})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        line = toml_key_line(pyproject, _TABLE, str(first["loc"][0])) if pyproject and first["loc"] else None
-        location = f"{pyproject}:{line}" if line else str(pyproject)
-        source = f"[tool.accel.scan] in {location}" if pyproject else "the command line"
-        raise ConfigError(
-            f"{source}: {where}: {first['msg']}; accepted keys: select, ignore, exclude (lists of strings)"
-        ) from None
-    except ValueError as exc:  # tomllib.TOMLDecodeError, raised by the pyproject source
-        raise ConfigError(f"{pyproject}: invalid TOML ({exc}); fix the file") from None
-    finally:
-        _PYPROJECT.reset(token)
+    """Settings from ``pyproject`` (``None``: no file) with keyword overrides on top."""
+    return ScanSettings.load(pyproject, search=False, **{k: v for k, v in overrides.items() if v})
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,13 @@ def test_bad_configuration_is_one_line_naming_the_file(tree: Path, capsys: pytes
     (tree / "pyproject.toml").write_text('[tool.accel.scan]\nselct = ["ACC1"]\n')
     assert main(["scan", "train.py"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("accel: error: [tool.accel.scan] in ") and "pyproject.toml:2" in err and "selct" in err
+    # the core's message for every section: file and line, the key, the known keys, a suggestion
+    assert err.startswith(f"accel: error: {tree / 'pyproject.toml'}:2: unknown key 'selct' in [tool.accel.scan]")
+    assert "known keys: exclude, ignore, select." in err and "Did you mean 'select'?" in err
+    (tree / "pyproject.toml").write_text('[tool.accel.scan]\nignore = "ACC104"\n')
+    assert main(["scan", "train.py"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{tree / 'pyproject.toml'}:2 [tool.accel.scan] ignore: invalid value 'ACC104' for 'ignore'" in err
     (tree / "pyproject.toml").write_text('[tool.accel.scan]\nselect = ["ACC1"]\n')
     assert main(["scan", "--select", "ACC9", "train.py"]) == 2
     assert "matches no rule code or category" in capsys.readouterr().err
