@@ -322,18 +322,22 @@ def destroy_distributed() -> None:
     the group: a rank that tears down its gloo connections while a peer is still in its
     last collective can make that peer abort with ``terminate called without an active
     exception`` (seen in 3 of 64 two-rank runs of plain ``destroy_process_group`` on torch
-    2.13, in none with the barrier). When the barrier fails (a peer has already exited),
-    the group is destroyed anyway and a warning says so.
+    2.13). A collective barrier alone still let it happen on a loaded machine (a rank can
+    leave the barrier before its peers have received their last message), so the ranks
+    then also meet through the rendezvous store, which is not a gloo connection: nobody
+    destroys the group before every rank has finished the barrier. When either fails (a
+    peer has already exited), the group is destroyed anyway and a warning says so.
     """
     global _info, _settings
     with _lock:
         if dist.is_available() and dist.is_initialized():
-            _barrier_before_destroy()
+            if _barrier_before_destroy():
+                _meet_in_store_before_destroy()
             dist.destroy_process_group()
         _info = _settings = None
 
 
-def _barrier_before_destroy() -> None:
+def _barrier_before_destroy() -> bool:
     timeout = _settings.timeout if _settings is not None else None
     try:
         if timeout is None:
@@ -341,13 +345,37 @@ def _barrier_before_destroy() -> None:
         else:
             dist.barrier(timeout=timedelta(seconds=timeout))
     except (RuntimeError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        warnings.warn(
-            f"destroy_distributed: not every rank reached the final barrier ({first}); destroying "
-            "the process group anyway. Another rank has probably exited early: check its log",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+        _warn_destroy_anyway("not every rank reached the final barrier", exc)
+        return False
+    return True
+
+
+_destroy_round = 0  # a process may init and destroy several groups: one store key per round
+
+
+def _meet_in_store_before_destroy() -> None:
+    """Wait until every rank has *finished* the final barrier, through the rendezvous store."""
+    global _destroy_round
+    _destroy_round += 1
+    timeout = timedelta(seconds=_settings.timeout if _settings is not None else 300.0)
+    try:
+        store = dist.distributed_c10d._get_default_store()
+        arrived, done = f"accel/destroy/{_destroy_round}/arrived", f"accel/destroy/{_destroy_round}/done"
+        if store.add(arrived, 1) == dist.get_world_size():
+            store.set(done, b"1")  # the last rank to arrive releases everyone
+        store.wait([done], timeout)
+    except (RuntimeError, ValueError) as exc:
+        _warn_destroy_anyway("not every rank finished the final barrier", exc)
+
+
+def _warn_destroy_anyway(what: str, exc: BaseException) -> None:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    warnings.warn(
+        f"destroy_distributed: {what} ({first}); destroying the process group anyway. "
+        "Another rank has probably exited early: check its log",
+        RuntimeWarning,
+        stacklevel=4,
+    )
 
 
 def barrier() -> None:
