@@ -15,13 +15,16 @@ costs nothing to the others: ``accel scan`` never imports torch, ``accel info`` 
 The module exposes ``add_parser(subparsers)``, which adds the subcommand's parser and sets
 its ``func`` (``args -> exit code``); a module may add several subcommands.
 
-The built-in commands are the hook implementation in this module, registered by the plugin
-host itself (not through an entry point, so ``ACCEL_PLUGINS`` cannot remove them).
+The built-in commands are the hook implementation in this module, registered with the plugin
+host by :func:`collect_commands` (not through an entry point, so ``ACCEL_PLUGINS`` cannot
+remove them; and not by every host, so a training script's first ``accel.device()`` does
+not import this module).
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -88,6 +91,8 @@ def collect_commands(host: PluginHost) -> dict[str, CommandSpec]:
         if not isinstance(item, CommandSpec):
             raise PluginError(f"register() takes an accel_abstraction.commands.CommandSpec, got {item!r}")
 
+    if host.pm.get_plugin(BUILTIN_PLUGIN_NAME) is None:  # registered here, not by every host: first use stays cheap
+        host.pm.register(sys.modules[__name__], name=BUILTIN_PLUGIN_NAME)
     pairs = host.collect("accel_register_commands", check)
     pairs.sort(key=lambda pair: pair[0] != BUILTIN_PLUGIN_NAME)  # stable: built-ins first
     commands: dict[str, CommandSpec] = {}

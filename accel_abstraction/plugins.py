@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import pluggy
 
-from . import commands, hookspecs
+from . import hookspecs
 from .errors import ConfigError, PluginError, UnknownBackendError, did_you_mean
 from .registry import BackendRegistry, BackendSpec
 
@@ -60,7 +60,6 @@ class PluginHost:
     def __init__(self) -> None:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
-        self.pm.register(commands, name=commands.BUILTIN_PLUGIN_NAME)  # built-in subcommands, same hook
         self.records: dict[str, PluginRecord] = {}
         self.registry = BackendRegistry()
 

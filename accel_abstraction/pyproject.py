@@ -12,11 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10: the same parser, as the tomli distribution
-    import tomli as tomllib
-
 from .errors import ConfigError, did_you_mean
 
 __all__ = ["Provenance", "check_keywords", "find_pyproject", "read_section_table", "toml_key_line"]
@@ -76,33 +71,55 @@ def check_keywords(given: Iterable[str], known: Iterable[str], header: tuple[str
         )
 
 
-def read_toml(path: Path) -> dict[str, Any]:
-    """The parsed TOML file; a file that is unreadable, not UTF-8 or not TOML is one :class:`ConfigError`."""
+def _tomllib() -> Any:
+    """The TOML parser, imported when a file is parsed (~3 ms: not paid by runs without settings)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10: the same parser, as the tomli distribution
+        import tomli as tomllib
+    return tomllib
+
+
+def _read_bytes(path: Path) -> bytes:
     try:
         with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML ({exc}); fix the file or remove its [tool.accel] table") from None
-    except UnicodeDecodeError as exc:
-        line = _line_of_offset(path, exc.start)
-        raise ConfigError(
-            f"{path}:{line}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
-            "TOML files must be UTF-8: re-save the file as UTF-8"
-        ) from None
+            return fh.read()
     except OSError as exc:
         raise ConfigError(
             f"{path}: cannot read the configuration file ({exc.strerror or exc}); make it readable, "
             "or run from a folder without it"
         ) from None
-    return data
+
+
+def read_toml(path: Path, data: bytes | None = None) -> dict[str, Any]:
+    """The parsed TOML file (``data``: its bytes, already read); a file that is unreadable, not
+    UTF-8 or not TOML is one :class:`ConfigError`."""
+    if data is None:
+        data = _read_bytes(path)
+    tomllib = _tomllib()
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML ({exc}); fix the file or remove its [tool.accel] table") from None
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}:{line}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+            "TOML files must be UTF-8: re-save the file as UTF-8"
+        ) from None
 
 
 def read_section_table(path: Path, header: tuple[str, ...], known: set[str]) -> dict[str, Any]:
     """The table ``[a.b.c]`` (``header``) of ``path``, after checking the file parses and every key is known.
 
     Sub-tables (mapping values) are returned as they are: they belong to other sections.
+    A file whose text never mentions ``accel`` cannot hold the table: it is not parsed (nor
+    judged: a broken ``pyproject.toml`` that is not about accel is the build tools' business).
     """
-    data = read_toml(path)
+    raw = _read_bytes(path)
+    if b"accel" not in raw:
+        return {}
+    data = read_toml(path, raw)
     node: Any = data
     walked: list[str] = []
     for key in header:
@@ -126,11 +143,3 @@ def read_section_table(path: Path, header: tuple[str, ...], known: set[str]) -> 
                 f"known keys: {', '.join(sorted(known))}.{did_you_mean(key, known)}"
             )
     return table
-
-
-def _line_of_offset(path: Path, offset: int) -> int:
-    """The 1-based line holding byte ``offset`` of ``path`` (for messages)."""
-    try:
-        return path.read_bytes()[:offset].count(b"\n") + 1
-    except OSError:
-        return 1

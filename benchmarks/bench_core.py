@@ -3,7 +3,8 @@
 Run: ``python benchmarks/bench_core.py [--backend cpu] [--json benchmarks/results.json]``.
 Targets (read off the table, not asserted): per call <= 1.10x, ``accel.autocast()`` enter/exit
 <= 1.02x, ``import accel_abstraction`` on top of torch <= 1.01x, first use
-(``import torch, accel_abstraction; accel.device()``) <= 1.03x of ``import torch``.
+(``import torch, accel_abstraction; accel.device()``) and ``accel info --help`` <= 1.03x of
+``import torch``. ``accel info`` is shown too: its rich tables cost ~20 ms of imports.
 Method: :mod:`harness` (interleaved shuffled rounds, thread CPU time, median and range).
 """
 
@@ -50,26 +51,46 @@ def call_cases(backend: str) -> list[harness.Case]:
     ]
 
 
+#: The distributions under test, compiled to bytecode before import costs are timed.
+PACKAGES = ("accel_abstraction", "accel_cpu", "accel_cuda", "accel_neuron")
+
+
 def process_cases(rounds: int, backend: str) -> list[harness.Result]:
     env = {"ACCEL_BACKEND": backend} if backend != "auto" else {}
     return [
         harness.compare_processes(
-            "import accel_abstraction (on torch)", "import torch, accel_abstraction", "import torch", rounds, env=env
+            "import accel_abstraction (on torch)", "import torch", "import accel_abstraction", rounds, env=env,
+            packages=PACKAGES,
         ),
         harness.compare_processes(
             "first use: accel.device()",
-            "import torch, accel_abstraction as accel; accel.device()",
             "import torch",
+            "import accel_abstraction as accel; accel.device()",
             rounds,
             env=env,
+            packages=PACKAGES,
         ),
+        harness.compare_processes(
+            "accel info --help", "import torch", _cli(["info", "--help"]), rounds, env=env, packages=PACKAGES
+        ),
+        harness.compare_processes("accel info", "import torch", _cli(["info"]), rounds, env=env, packages=PACKAGES),
     ]
+
+
+def _cli(argv: list[str]) -> str:
+    """Code running ``accel <argv>`` in-process with its output discarded (``--help`` exits: caught)."""
+    return (
+        "import contextlib, io\n"
+        "from accel_abstraction.cli import main\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main({argv!r})\n"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backend", default="cpu")
-    parser.add_argument("--process-rounds", type=int, default=5, help="fresh interpreters per side for import costs")
+    parser.add_argument("--process-rounds", type=int, default=5, help="fresh interpreters for each import cost")
     harness.add_common_args(parser)
     args = parser.parse_args()
     harness.setup_threads(args.threads)

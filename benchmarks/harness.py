@@ -40,6 +40,7 @@ __all__ = [
     "add_common_args",
     "compare_calls",
     "compare_processes",
+    "ensure_bytecode",
     "machine",
     "print_results",
     "setup_threads",
@@ -171,38 +172,71 @@ def compare_calls(cases: Sequence[Case], rounds: int, budget_s: float, seed: int
 
 _PROCESS_TIMER = """
 import sys, time
-c0, w0 = time.process_time(), time.perf_counter()
-exec(compile(sys.argv[1], "<bench>", "exec"))
-print(time.process_time() - c0, time.perf_counter() - w0)
+def timed(code):
+    c0, w0 = time.process_time(), time.perf_counter()
+    exec(compile(code, "<bench>", "exec"), globals())
+    return time.process_time() - c0, time.perf_counter() - w0
+print(*timed(sys.argv[1]), *timed(sys.argv[2]))
 """
 
 
-def compare_processes(
-    name: str, ours: str, direct: str, rounds: int, direct_label: str = "torch", env: dict[str, str] | None = None
-) -> Result:
-    """Fresh interpreters per round (shuffled order) timing the code ``ours`` against ``direct``.
+def ensure_bytecode(packages: Sequence[str]) -> list[str]:
+    """Compile the installed ``packages`` to bytecode, as ``pip install`` does; return those not found.
 
-    The measured region is the code itself (interpreter start-up excluded); process CPU time
-    and wall time. For import and first-use costs.
+    An editable install (or ``PYTHONDONTWRITEBYTECODE=1``, set on some CI machines) leaves
+    no ``__pycache__``: every fresh interpreter would then compile the package's source
+    again (~20 ms for accel-abstraction) while torch, installed from a wheel, loads its
+    bytecode. Import costs are measured against installed packages, so both sides get it.
     """
-    rng = random.Random(len(name))
+    import compileall
+    import importlib.util
+
+    missing = []
+    for name in packages:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            missing.append(name)
+            continue
+        for folder in spec.submodule_search_locations:
+            compileall.compile_dir(folder, quiet=2, workers=1)
+    return missing
+
+
+def compare_processes(
+    name: str,
+    base: str,
+    extra: str,
+    rounds: int,
+    direct_label: str = "torch",
+    env: dict[str, str] | None = None,
+    packages: Sequence[str] = (),
+) -> Result:
+    """What running ``extra`` after ``base`` costs, relative to ``base``, in fresh interpreters.
+
+    For import and first-use costs: ``base`` is ``import torch`` and ``extra`` the code under
+    test, so ours = ``base`` + ``extra`` and direct = ``base``. Each round is one fresh
+    interpreter that times ``base`` and then ``extra`` (process CPU time and wall time;
+    interpreter start-up excluded), and the round's ratio is (base + extra) / base. Pairing
+    both in one process keeps the ratio as steady as ``extra`` itself: ``import torch`` alone
+    varies by ±10% between processes on a busy machine, more than the few per cent measured.
+    ``packages`` are compiled to bytecode first (:func:`ensure_bytecode`); one untimed
+    interpreter warms the file cache.
+    """
+    ensure_bytecode(packages)
     full_env = {**os.environ, **(env or {})}
     res = Result(name, direct_label, 0.0, 0.0, unit="ms")
     ours_ms, direct_ms = [], []
-    for _ in range(rounds):
-        sides = [("ours", ours), ("direct", direct)]
-        rng.shuffle(sides)
-        measured = {}
-        for side, code in sides:
-            out = subprocess.run(
-                [sys.executable, "-c", _PROCESS_TIMER, code], capture_output=True, text=True, env=full_env, check=True
-            )
-            cpu, wall = map(float, out.stdout.split()[-2:])
-            measured[side] = (cpu, wall)
-        res.cpu_ratios.append(measured["ours"][0] / measured["direct"][0])
-        res.wall_ratios.append(measured["ours"][1] / measured["direct"][1])
-        ours_ms.append(measured["ours"][0] * 1e3)
-        direct_ms.append(measured["direct"][0] * 1e3)
+    for warm_up in [True] + [False] * rounds:
+        out = subprocess.run(
+            [sys.executable, "-c", _PROCESS_TIMER, base, extra], capture_output=True, text=True, env=full_env, check=True
+        )
+        base_cpu, base_wall, extra_cpu, extra_wall = map(float, out.stdout.split()[-4:])
+        if warm_up:
+            continue
+        res.cpu_ratios.append((base_cpu + extra_cpu) / base_cpu)
+        res.wall_ratios.append((base_wall + extra_wall) / base_wall)
+        ours_ms.append((base_cpu + extra_cpu) * 1e3)
+        direct_ms.append(base_cpu * 1e3)
     res.ours_ns, res.direct_ns = statistics.median(ours_ms), statistics.median(direct_ms)
     return res
 

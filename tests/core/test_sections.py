@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from accel_abstraction.errors import ConfigError
 from accel_abstraction.sections import CORE, Defaults
 
 from .conftest import run_python
@@ -46,6 +47,35 @@ def test_nothing_set_loads_defaults_without_importing_pydantic(tmp_path: Path) -
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["Defaults auto default", "[]"]
+
+
+def test_first_use_in_a_project_without_accel_settings_imports_only_what_selection_needs(tmp_path: Path) -> None:
+    # the common case measured by benchmarks/bench_core.py: a project's pyproject.toml that says
+    # nothing about accel is not parsed; the CLI's command table is not built for a script
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "1"\n')
+    result = run_python(
+        """
+        import sys
+        import accel_abstraction as accel
+        accel.device()
+        heavy = ("pydantic", "pydantic_settings", "tomllib", "tomli", "accel_abstraction.commands")
+        print(sorted(m for m in heavy if m in sys.modules))
+        """,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["[]"]
+
+
+def test_a_broken_pyproject_that_never_mentions_accel_is_not_ours_to_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "pyproject.toml").write_bytes(b"[project\nname = caf\xe9\n")  # not TOML, not UTF-8
+    monkeypatch.chdir(tmp_path)
+    assert CORE.load().backend == "auto"
+    (tmp_path / "pyproject.toml").write_bytes(b"[project\n[tool.accel]\nbackend = 'cpu'\n")
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        CORE.load()
 
 
 @pytest.mark.parametrize(
