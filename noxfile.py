@@ -90,17 +90,35 @@ def _digest() -> str:
     return h.hexdigest()
 
 
-def install_dev(session: nox.Session) -> None:
-    """``pip install -r requirements-dev.txt``, skipped while the dependency files are unchanged."""
+def install_dev(session: nox.Session, alternatives: bool = False) -> None:
+    """``pip install -r requirements-dev.txt``, skipped while the dependency files are unchanged.
+
+    ``alternatives``: also the ``bench`` extra (what ``benchmarks/bench_alternatives.py``
+    compares against), under the torch pin and without build isolation, so that DeepSpeed's
+    source distribution builds against the pinned torch instead of fetching a CUDA build
+    into an isolated build environment (``DS_BUILD_OPS=0``: no CUDA ops compiled).
+    """
     location = getattr(session.virtualenv, "location", None)
-    stamp = Path(location) / ".accel-dev-deps" if location else None
+    stamp = Path(location) / (".accel-bench-deps" if alternatives else ".accel-dev-deps") if location else None
     digest = _digest()
     if stamp is not None and stamp.exists() and stamp.read_text() == digest:
         session.log("dependencies unchanged since the last install; skipping pip")
         return
     session.install("-r", "requirements-dev.txt")
+    if alternatives:
+        session.install("setuptools", "wheel")
+        session.install(
+            "-c", "constraints.txt", "--no-build-isolation", *_extra("bench"), env={"DS_BUILD_OPS": "0"}
+        )
     if stamp is not None:
         stamp.write_text(digest)
+
+
+def _extra(name: str) -> list[str]:
+    """The requirements of the project's optional dependency group ``name`` (pyproject.toml)."""
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"][name]
 
 
 def _no_gpu_reason() -> str | None:
@@ -228,7 +246,7 @@ def notorch(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff over the project (the rules in pyproject.toml); needs only ruff, so it is quick."""
-    session.install("ruff")
+    session.install("-c", "constraints.txt", "ruff")
     session.run("ruff", "check", *(session.posargs or ["."]))
 
 
@@ -244,11 +262,12 @@ def bench(session: nox.Session) -> None:
     """Run every benchmarks/bench_*.py into benchmarks/results.json, then regenerate the README table.
 
     Each benchmark takes under a minute by default (``--budget``); ``nox -s bench -- --threads 2``
-    passes arguments to all of them.
+    passes arguments to all of them. The environment also holds the alternatives compared by
+    ``bench_alternatives.py`` (the ``bench`` extra: DeepSpeed, accelerate, Lightning).
     """
     # the ratio benchmarks (built on benchmarks/harness.py); bench_realcode.py scores recall instead
     scripts = [p for p in sorted((ROOT / "benchmarks").glob("bench_*.py")) if "add_common_args" in p.read_text()]
-    install_dev(session)
+    install_dev(session, alternatives=True)
     results = ROOT / "benchmarks" / "results.json"
     results.unlink(missing_ok=True)
     for script in scripts:

@@ -1,7 +1,5 @@
 """``python -m accel_abstraction``: the ``accel`` command."""
 
-import sys
+from .cli import run
 
-from .cli import main
-
-sys.exit(main())
+run()

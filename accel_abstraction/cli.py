@@ -12,12 +12,13 @@ import importlib
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from .commands import CommandSpec, collect_commands
 from .errors import PLUGIN_ATTR, AccelError
 from .plugins import get_host
 
-__all__ = ["available_commands", "build_parser", "main", "print_error"]
+__all__ = ["available_commands", "build_parser", "main", "owns_process", "print_error", "run"]
 
 
 def available_commands() -> dict[str, CommandSpec]:
@@ -85,5 +86,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-if __name__ == "__main__":
+#: True while ``accel`` runs as a process of its own (:func:`run`: the console script,
+#: ``python -m accel_abstraction``), not when a program or a test calls :func:`main`. Only
+#: then may a command change process-wide state such as the garbage collector.
+_own_process = False
+
+
+def owns_process() -> bool:
+    """Whether the running command is the whole process (see :func:`run`)."""
+    return _own_process
+
+
+def run() -> NoReturn:
+    """The ``accel`` console script: :func:`main` in a process of its own, exiting with its code."""
+    global _own_process
+    _own_process = True
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

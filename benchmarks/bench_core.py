@@ -78,12 +78,14 @@ def process_cases(rounds: int, backend: str) -> list[harness.Result]:
 
 
 def _cli(argv: list[str]) -> str:
-    """Code running ``accel <argv>`` in-process with its output discarded (``--help`` exits: caught)."""
+    """Code running ``accel <argv>`` as the console script does (:func:`accel_abstraction.cli.run`),
+    in-process, with its output discarded and its exit caught."""
     return (
-        "import contextlib, io\n"
-        "from accel_abstraction.cli import main\n"
+        "import contextlib, io, sys\n"
+        "from accel_abstraction.cli import run\n"
+        f"sys.argv = ['accel', *{argv!r}]\n"
         "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    main({argv!r})\n"
+        "    run()\n"
     )
 
 

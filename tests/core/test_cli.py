@@ -85,3 +85,22 @@ def test_a_plugin_whose_command_hook_raises_leaves_the_others_usable(tmp_path: P
     result = run_cli("scan", "--help", pythonpath=tmp_path)
     assert result.returncode == 0
     assert "'broken' (fake-broken) was partly ignored: accel_register_commands raised: OSError: disk on fire" in result.stderr
+
+
+def test_accel_info_freezes_torchs_heap_only_as_its_own_process(tmp_path: Path) -> None:
+    # a full collection scanning torch's import-time objects cost accel info ~80 ms (bench_core);
+    # as a process of its own it freezes them; called as a function it leaves the host's collector alone
+    code = """
+        import contextlib, gc, io, sys
+        from accel_abstraction import cli
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert cli.main(["info"]) == 0
+        as_function = gc.get_freeze_count()
+        sys.argv = ["accel", "info"]
+        with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):
+            cli.run()
+        print(as_function, gc.get_freeze_count() > 50_000, file=sys.stderr)
+    """
+    result = run_python(code, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "0 True"
