@@ -89,7 +89,7 @@ def _apply(self: torch.nn.Module, fn: Callable[[torch.Tensor], torch.Tensor], re
     before = dict(self._parameters)
     result = _original(self, fn, recurse)
     for key, old in before.items():
-        new = self._parameters.get(key)
+        new: torch.Tensor | None = self._parameters.get(key)
         if old is None or new is None or new is old:
             continue  # converted in place (.data = or swap): identity already kept
         # A tied parameter gets the replacement made for the first module that held it;
@@ -97,9 +97,11 @@ def _apply(self: torch.nn.Module, fn: Callable[[torch.Tensor], torch.Tensor], re
         kept = parameters.get(id(old))
         if kept is None:
             if isinstance(old, UninitializedParameter) and not isinstance(new, UninitializedParameter):
-                new = type(old)(old.requires_grad, device=new.device, dtype=new.dtype)
+                lazy: type[UninitializedParameter] = type(old)
+                # UninitializedParameter.__new__(requires_grad, device, dtype); the stubs give Parameter's
+                new = lazy(old.requires_grad, device=new.device, dtype=new.dtype)  # type: ignore[call-arg,arg-type]
             kept = parameters[id(old)] = (old, new)
-        self._parameters[key] = kept[1]
+        self._parameters[key] = kept[1]  # type: ignore[assignment]  # a Parameter: what fn made of one
     return result
 
 
@@ -120,7 +122,7 @@ def disable(owner: str) -> None:
             return
         _owners.discard(owner)
         if not _owners and torch.nn.Module._apply is _apply:
-            torch.nn.Module._apply = _original  # type: ignore[method-assign]
+            torch.nn.Module._apply = _original  # type: ignore[method-assign,assignment]
 
 
 def enabled() -> bool:

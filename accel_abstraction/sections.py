@@ -95,9 +95,14 @@ CORE = SectionSpec(
 class CoreSettings(Protocol):
     """What selection and backends read from the core settings (``AccelSettings`` or ``Defaults``)."""
 
-    backend: str
-    device_index: int | None
-    amp_dtype: str
-    fallback: str | None
+    # read-only members, so that a model narrowing one (amp_dtype: Literal[...]) satisfies it
+    @property
+    def backend(self) -> str: ...
+    @property
+    def device_index(self) -> int | None: ...
+    @property
+    def amp_dtype(self) -> str: ...
+    @property
+    def fallback(self) -> str | None: ...
 
     def source_of(self, field: str) -> Provenance: ...

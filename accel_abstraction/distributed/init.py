@@ -362,7 +362,7 @@ def _meet_in_store_before_destroy() -> None:
         store = dist.distributed_c10d._get_default_store()
         arrived, done = f"accel/destroy/{_destroy_round}/arrived", f"accel/destroy/{_destroy_round}/done"
         if store.add(arrived, 1) == dist.get_world_size():
-            store.set(done, b"1")  # the last rank to arrive releases everyone
+            store.set(done, "1")  # the last rank to arrive releases everyone
         store.wait([done], timeout)
     except (RuntimeError, ValueError) as exc:
         _warn_destroy_anyway("not every rank finished the final barrier", exc)

@@ -316,8 +316,8 @@ def _run_one(
     if not run.error and proc.returncode != 0:
         run.error = f"exited with code {proc.returncode}: {_tail(Path(run.log_path), 1)}"
     elif not run.error and not run.records and pattern is not None:
-        last = _tail(Path(run.log_path), 1) or "(no output)"
-        run.error = f"no line of its output matched --metric {pattern.regex.pattern!r} (last line: {last!r})"
+        last_line = _tail(Path(run.log_path), 1) or "(no output)"
+        run.error = f"no line of its output matched --metric {pattern.regex.pattern!r} (last line: {last_line!r})"
     elif not run.error and not run.records:
         run.error = f"logged no metrics (does the script call accel.log_metric? {METRICS_ENV} was {metrics})"
     if run.error:

@@ -9,8 +9,10 @@ committed file in step.
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from .mapping import TABLE
@@ -52,6 +54,10 @@ def api_table() -> str:
 SECTIONS = {"rules": rules_table, "apis": api_table}
 
 
+def _fill(make: Callable[[], str], match: re.Match[str]) -> str:
+    return match.group(1) + make() + match.group(2)
+
+
 def render(text: str) -> str:
     """``text`` with every generated section replaced by its current content."""
     for name, make in SECTIONS.items():
@@ -60,7 +66,7 @@ def render(text: str) -> str:
         )
         if not pattern.search(text):
             raise ValueError(f"docs: markers <!-- generated:{name} --> ... <!-- end generated:{name} --> not found")
-        text = pattern.sub(lambda m, make=make: m.group(1) + make() + m.group(2), text)
+        text = pattern.sub(functools.partial(_fill, make), text)
     return text
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -93,6 +93,6 @@ def nvtx_redirects(s: Server) -> list[Redirect]:
         finally:
             _exit(handle)
 
-    impls = {"range_push": range_push, "range_pop": range_pop, "range_start": range_start,
+    impls: dict[str, Callable[..., Any]] = {"range_push": range_push, "range_pop": range_pop, "range_start": range_start,
              "range_end": range_end, "mark": mark, "range": nvtx_range}  # fmt: skip
     return s.redirects(nvtx, "torch.cuda.nvtx", impls, "profiling", port_hint("torch.cuda.nvtx"))

@@ -213,7 +213,7 @@ def _is_cuda(s: Server) -> Redirect:
 
     def is_cuda(self: Any) -> bool:
         if rec.enter(api) is None:
-            return real.__get__(self)  # type: ignore[no-any-return]
+            return real.__get__(self)  # type: ignore[no-any-return,attr-defined]  # a getset descriptor
         return self.device.type == device_type  # type: ignore[no-any-return]
 
     prop = property(is_cuda, doc=real.__doc__)
