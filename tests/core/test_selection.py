@@ -159,7 +159,11 @@ def test_public_calls_are_bound_to_the_backend_after_selection(test_plugin: _Tes
     accel.use("cpu")
     # a plain function of the backend's hot bindings (torch.cpu.synchronize would ignore a bad device)
     assert accel.synchronize is not accel._STUBS["synchronize"]
-    assert accel.synchronize.__qualname__ == "CpuBackend.hot_bindings.<locals>.synchronize"
+    from accel_cpu.backend import _synchronize
+
+    assert accel.synchronize.__code__ is _synchronize.__code__  # a copy bound to this backend's index_of
+    with pytest.raises(accel.DeviceIndexError, match="device index 7 is out of range"):
+        accel.synchronize(7)
     assert accel.device_count is torch.cpu.device_count
     assert accel.memory_allocated == accel.backend().memory_allocated
     assert stale_device() is accel.device()
