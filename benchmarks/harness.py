@@ -108,10 +108,12 @@ class Result:
         }
 
 
-def add_common_args(parser: argparse.ArgumentParser, rounds: int = 11) -> None:
+def add_common_args(parser: argparse.ArgumentParser, rounds: int = 11, budget: float = 20.0) -> None:
     parser.add_argument("--rounds", type=int, default=rounds, help="interleaved rounds (default %(default)s)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default %(default)s)")
-    parser.add_argument("--budget", type=float, default=20.0, help="seconds of measuring per benchmark")
+    parser.add_argument(
+        "--budget", type=float, default=budget, help="seconds of measuring the calls (default %(default)s)"
+    )
     parser.add_argument("--json", type=Path, help="merge the results into this JSON file")
     parser.add_argument("--seed", type=int, default=0, help="seed of the round order shuffle")
 
