@@ -130,7 +130,7 @@ def cases(have: dict[str, bool], width: int) -> list[harness.Case]:
 #: First use after ``import torch`` (the import of the library itself included), and the
 #: packages each side loads, compiled to bytecode first as an install does.
 FIRST_USE: dict[str, tuple[str, tuple[str, ...]]] = {
-    "accel": ("import accel_abstraction as accel; accel.device()", ("accel_abstraction", "accel_cpu", "accel_cuda", "accel_neuron")),
+    "accel": (harness.ACCEL_FIRST_USE, harness.ACCEL_PACKAGES),
     "deepspeed": ("from deepspeed.accelerator import get_accelerator; get_accelerator().device_name()", ("deepspeed",)),
     "accelerate": ("from accelerate import Accelerator; Accelerator(cpu=True)", ("accelerate",)),
     "fabric": ("from lightning.fabric import Fabric; Fabric(accelerator='cpu', devices=1)", ("lightning",)),

@@ -51,29 +51,17 @@ def call_cases(backend: str) -> list[harness.Case]:
     ]
 
 
-#: The distributions under test, compiled to bytecode before import costs are timed.
-PACKAGES = ("accel_abstraction", "accel_cpu", "accel_cuda", "accel_neuron")
-
-
 def process_cases(rounds: int, backend: str) -> list[harness.Result]:
     env = {"ACCEL_BACKEND": backend} if backend != "auto" else {}
+    cases = [
+        ("import accel_abstraction (on torch)", "import accel_abstraction"),
+        ("first use: accel.device()", harness.ACCEL_FIRST_USE),
+        ("accel info --help", _cli(["info", "--help"])),
+        ("accel info", _cli(["info"])),
+    ]
     return [
-        harness.compare_processes(
-            "import accel_abstraction (on torch)", "import torch", "import accel_abstraction", rounds, env=env,
-            packages=PACKAGES,
-        ),
-        harness.compare_processes(
-            "first use: accel.device()",
-            "import torch",
-            "import accel_abstraction as accel; accel.device()",
-            rounds,
-            env=env,
-            packages=PACKAGES,
-        ),
-        harness.compare_processes(
-            "accel info --help", "import torch", _cli(["info", "--help"]), rounds, env=env, packages=PACKAGES
-        ),
-        harness.compare_processes("accel info", "import torch", _cli(["info"]), rounds, env=env, packages=PACKAGES),
+        harness.compare_processes(name, "import torch", code, rounds, env=env, packages=harness.ACCEL_PACKAGES)
+        for name, code in cases
     ]
 
 

@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "ACCEL_FIRST_USE",
+    "ACCEL_PACKAGES",
     "Case",
     "Result",
     "WIDE",
@@ -49,6 +51,11 @@ __all__ = [
 
 #: A ratio range wider than this fraction of its median is flagged ``noisy``.
 WIDE = 0.20
+
+#: accel-abstraction's first use after ``import torch``, and the distributions it loads
+#: (compiled to bytecode before import costs are timed: :func:`ensure_bytecode`).
+ACCEL_FIRST_USE = "import accel_abstraction as accel; accel.device()"
+ACCEL_PACKAGES = ("accel_abstraction", "accel_cpu", "accel_cuda", "accel_neuron")
 
 
 @dataclass(frozen=True)
