@@ -1,24 +1,25 @@
 """The ``accel`` command: the subcommands that plugins register (the built-in ones included).
 
 Subcommands come from the ``accel_register_commands`` hook (:mod:`accel_abstraction.commands`);
-only the module of the command being run is imported. An :class:`~accel_abstraction.errors.AccelError` is
-printed as one line (``accel: error: ...``) with exit code 2; ``--traceback`` shows it all.
+only the module of the command being run is imported. Every command ends as
+:mod:`accel_abstraction.exits` says: an error is one ``accel: error: ...`` line with exit
+code 2 (``--traceback`` shows it all), a closed pipe ends quietly with 141.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
 from .commands import CommandSpec, collect_commands
-from .errors import PLUGIN_ATTR, AccelError
+from .exits import print_error, run_command
 from .plugins import get_host
 
-__all__ = ["available_commands", "build_parser", "main", "owns_process", "print_error", "run"]
+__all__ = ["Parser", "available_commands", "build_parser", "main", "owns_process", "print_error", "run"]
 
 
 def available_commands() -> dict[str, CommandSpec]:
@@ -26,13 +27,23 @@ def available_commands() -> dict[str, CommandSpec]:
     return collect_commands(get_host())
 
 
+_LITERAL = re.compile(r"``(.+?)``", re.DOTALL)
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of every ``accel`` command (sub-parsers inherit it): help texts come from
+    docstrings written in reST, and ``--help`` shows their ````literals```` as plain text."""
+
+    def format_help(self) -> str:
+        return _LITERAL.sub(r"\1", super().format_help())
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``accel`` parser; the full sub-parser only for ``command`` (all of them when None)."""
     commands = available_commands()
-    parser = argparse.ArgumentParser(
-        prog="accel", description="Hardware-agnostic accelerator layer for PyTorch."
-    )
+    parser = Parser(prog="accel", description="Hardware-agnostic accelerator layer for PyTorch.")
     parser.add_argument("--traceback", action="store_true", help="show the full traceback of an error")
+    parser.add_argument("--version", action="version", version=f"accel {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     wanted = {spec.module for spec in commands.values() if command is None or spec.name == command}
@@ -52,38 +63,33 @@ def _command_of(argv: Sequence[str]) -> str | None:
     return None
 
 
-def print_error(exc: AccelError, show_traceback: bool = False) -> int:
-    """Print ``exc`` as one ``accel: error: ...`` line (the traceback too if asked); return exit code 2."""
-    if show_traceback:
-        traceback.print_exception(exc)
-    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    print(f"accel: error: {first}", file=sys.stderr)
-    return 2
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("accel-abstraction")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        return "unknown (not installed)"
+
+
+def _dispatch(argv: list[str]) -> int:
+    parser = build_parser(_command_of(argv) or "")
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; return the exit code."""
+    """Run the CLI; return the exit code (the table in :mod:`accel_abstraction.exits`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        parser = build_parser(_command_of(argv) or "")
-    except AccelError as exc:  # a command module that cannot load here (e.g. torch not installed)
-        return print_error(exc, "--traceback" in argv)
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except AccelError as exc:
-        return print_error(exc, args.traceback)
-    except Exception as exc:
-        plugin = getattr(exc, PLUGIN_ATTR, None)
-        if plugin is None:
-            raise
-        if args.traceback:
-            traceback.print_exception(exc)
-        first = (str(exc).splitlines() or [""])[0]
-        print(f"accel: error: plugin {plugin!r} raised {type(exc).__name__}: {first}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    return run_command(lambda: _dispatch(argv), show_traceback="--traceback" in argv[: _command_index(argv)])
+
+
+def _command_index(argv: Sequence[str]) -> int:
+    """Where the subcommand's own arguments start (the top-level options come before it)."""
+    for i, arg in enumerate(argv):
+        if not arg.startswith("-"):
+            return i
+    return len(argv)
 
 
 #: True while ``accel`` runs as a process of its own (:func:`run`: the console script,

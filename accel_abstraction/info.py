@@ -10,7 +10,7 @@ from typing import Any
 
 from .errors import PLUGIN_ATTR, AccelError
 
-__all__ = ["add_parser", "collect"]
+__all__ = ["add_parser", "collect", "system_versions"]
 
 
 def collect() -> dict[str, Any]:
@@ -20,6 +20,7 @@ def collect() -> dict[str, Any]:
 
     host = get_host()
     report: dict[str, Any] = {
+        "system": system_versions(),
         "plugins": [
             {
                 "name": r.name,
@@ -95,6 +96,28 @@ def collect() -> dict[str, Any]:
     return report
 
 
+def _distribution_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def system_versions() -> dict[str, str]:
+    """What a bug report needs first, as ``accelerate env`` gives it: this package, Python, the
+    platform and torch (each plugin's version is in the plugin rows)."""
+    import platform
+
+    return {
+        "accel-abstraction": _distribution_version("accel-abstraction"),
+        "Python": f"{platform.python_version()} ({platform.python_implementation()}, {sys.executable})",
+        "platform": platform.platform(),
+        "torch": _distribution_version("torch"),
+    }
+
+
 _MEMORY_SOURCES = {
     "allocator": "allocator (bytes held by the device's tensor allocator)",
     "process": "process (resident set size of this process and its peak; not only tensors)",
@@ -130,13 +153,21 @@ def _plugin_rows(host: Any, backend: Any) -> list[tuple[str, list[tuple[str, str
 
 
 def _render(report: dict[str, Any], show_tracebacks: bool) -> None:
-    from rich.console import Console
     from rich.markup import escape as e
     from rich.table import Table
 
+    from . import exits
+
     # Every string that comes from a user, a configuration file or a plugin goes through
     # escape(): rich would otherwise read "[tool.accel]" in a message as markup and drop it.
-    console = Console()
+    console = exits.console()
+    system = Table(title="System", title_justify="left", show_header=False)
+    system.add_column("key")
+    system.add_column("value")
+    for key, value in report["system"].items():
+        system.add_row(e(key), e(value))
+    console.print(system)
+
     plugins = Table(title="Plugins", title_justify="left")
     for col in ("plugin", "distribution", "version", "status", "backends / error"):
         plugins.add_column(col)
@@ -177,18 +208,12 @@ def _render(report: dict[str, Any], show_tracebacks: bool) -> None:
         caps = report["capabilities"]
         supported = [k for k, v in caps.items() if v is True] + [k for k, v in caps["extras"].items() if v]
         missing = [k for k, v in caps.items() if v is False] + [k for k, v in caps["extras"].items() if not v]
-        details.add_row("supports", ", ".join(supported) or "-")
-        details.add_row("unsupported", ", ".join(missing) or "-")
-        details.add_row("compile backend", str(caps["compile_backend"]))
-        if caps.get("memory_stats"):
-            details.add_row("memory statistics", _MEMORY_SOURCES.get(caps["memory_source"], caps["memory_source"]))
-        details.add_row("amp dtype", report["amp_dtype"])
-        details.add_row("dist backend", report["dist_backend"])
-
-
         details.add_row("supports", e(", ".join(supported) or "-"))
         details.add_row("unsupported", e(", ".join(missing) or "-"))
         details.add_row("compile backend", e(str(caps["compile_backend"])))
+        if caps.get("memory_stats"):
+            source = caps["memory_source"]
+            details.add_row("memory statistics", e(_MEMORY_SOURCES.get(source, str(source))))
         details.add_row("amp dtype", e(report["amp_dtype"]))
         details.add_row("dist backend", e(report["dist_backend"]))
         for key, value in report["environment"]:

@@ -186,9 +186,9 @@ def _check_record(path: Path | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.markup import escape
 
+    from .. import exits
     from .compare import compare_runs
     from .pattern import MetricPattern, looks_like_pattern
     from .reference import file_sha256, load_reference, run_mismatches, settings_mismatches
@@ -219,9 +219,9 @@ def run(args: argparse.Namespace) -> int:
     }
     now = {**context, "script_args": script_args, "metric": metric}
 
-    console = Console()
+    console = exits.console()
     if not console.is_terminal:
-        console = Console(width=max(console.width, 130))  # a log file or CI: keep the table readable
+        console = exits.console(width=max(console.width, 130))  # a log file or CI: keep the table readable
     mode = " (redirected)" if args.redirect else ""
     command = " ".join([script, *script_args])
     console.print(

@@ -98,9 +98,9 @@ def _escape(text: str) -> str:
 
 def print_report(result: ParityResult, runs: Sequence[BackendRun], console: Console | None = None) -> None:
     """The table, then one line per problem of each run that did not pass, then the verdict."""
-    from rich.console import Console
+    from .. import exits
 
-    console = console or Console()
+    console = console or exits.console()
     console.print(build_table(result, runs))
     for c in result.comparisons:
         for problem in c.problems:

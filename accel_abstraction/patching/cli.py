@@ -141,17 +141,12 @@ def _revert(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Standalone entry point (``python -m accel_abstraction.patching``), same errors as ``accel``."""
-    import sys
+    from ..cli import Parser
+    from ..exits import run_command
 
-    from ..errors import AccelError
-
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="accel patches", description=__doc__.split("\n\n")[0] if __doc__ else None
     )
     _configure(parser)
     args = parser.parse_args(argv)
-    try:
-        return int(args.func(args))
-    except AccelError as exc:
-        print(f"accel: error: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return 2
+    return run_command(lambda: args.func(args))

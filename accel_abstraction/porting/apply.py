@@ -11,12 +11,12 @@ import difflib
 import glob
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .notebooks import PORT_REFUSAL
-from .runner import read_source
+from .runner import map_files, read_source
 
 if TYPE_CHECKING:
     from .codemod import PortResult
@@ -93,3 +93,47 @@ def port_file(path: Path, enabled: Callable[[str], bool] | None = None, write: b
             reason = exc.strerror or str(exc)
             result.error = f"{path}: cannot write ({reason}: {exc.filename or path.parent}); file left unchanged"
     return result
+
+
+def port_file_safely(path: Path, enabled: Callable[[str], bool] | None = None, write: bool = False) -> PortResult:
+    """:func:`port_file`, with a bug in porting one file turned into that file's error (unchanged on disk)."""
+    try:
+        return port_file(path, enabled, write=write)
+    except Exception as exc:  # noqa: BLE001 - one file's bug must not leave the tree half ported unreported
+        from .codemod import PortResult
+
+        error = f"{path}: internal error {type(exc).__name__}: {exc}; file left unchanged"
+        return PortResult(str(path), "", "", error=error)
+
+
+# Worker-process state, set by _init_port_worker.
+_worker_enabled: Callable[[str], bool] | None = None
+_worker_write = False
+
+
+def _init_port_worker(enabled: Callable[[str], bool] | None, write: bool) -> None:
+    global _worker_enabled, _worker_write
+    _worker_enabled, _worker_write = enabled, write
+
+
+def _port_in_worker(path: Path) -> PortResult:
+    return port_file_safely(path, _worker_enabled, _worker_write)
+
+
+def port_paths(
+    files: Sequence[Path],
+    enabled: Callable[[str], bool] | None = None,
+    write: bool = False,
+    jobs: int | None = None,
+    progress: bool = False,
+) -> Iterator[PortResult]:
+    """Port ``files``, in order, as :func:`~.runner.scan_paths` scans them (a process pool for
+    large trees, ``jobs`` workers; ``enabled`` must then be picklable)."""
+    return map_files(
+        files,
+        lambda path: port_file_safely(path, enabled, write),
+        _port_in_worker,
+        (_init_port_worker, (enabled, write)),
+        jobs,
+        "porting" if progress else None,
+    )

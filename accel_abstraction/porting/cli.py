@@ -7,17 +7,22 @@ file could not be read/parsed, 2 usage or configuration error (from the ``accel`
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..settings import find_pyproject
 from . import report
-from .apply import port_file, unified_diff
+from .apply import port_paths, unified_diff
 from .rules import BUILTIN_RULES, Rule
 from .runner import iter_python_files, load_plugin_rules, scan_paths, want_progress
 from .settings import Selection, build_selection, load_settings
+
+if TYPE_CHECKING:
+    from .codemod import PortResult
 
 
 def _positive_int(text: str) -> int:
@@ -40,6 +45,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ignore", action="append", metavar="CODES", help="never these codes, prefixes or categories")
     parser.add_argument("--config", type=Path, metavar="PYPROJECT", help="pyproject.toml to read [tool.accel.scan] from (default: nearest)")
     parser.add_argument("--check", action="store_true", help="exit 1 when something is found")
+    parser.add_argument("--jobs", "-j", type=_positive_int, default=None, help="worker processes for large trees (default: CPU count)")
+    parser.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None,
+        help="show progress on stderr: a bar on a terminal, plain lines elsewhere (default: on a terminal, for large trees)",
+    )  # fmt: skip
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -52,8 +62,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     _common(scan)
     scan.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     scan.add_argument("--output", "-o", type=Path, help="write the report to this file instead of stdout")
-    scan.add_argument("--jobs", "-j", type=_positive_int, default=None, help="worker processes for large trees (default: CPU count)")
-    scan.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bar on stderr (default: on a terminal, for large trees)")
     scan.set_defaults(func=run_scan)
 
     port = subparsers.add_parser(
@@ -63,6 +71,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     _common(port)
     port.add_argument("--write", action="store_true", help="change the files in place (atomically)")
+    port.add_argument(
+        "--format", choices=("diff", "json"), default="diff",
+        help="diff: a unified diff on stdout (default); json: one JSON document with every file's sites, diff and error",
+    )  # fmt: skip
     port.set_defaults(func=run_port)
 
 
@@ -126,36 +138,56 @@ def run_scan(args: argparse.Namespace) -> int:
 
 
 def run_port(args: argparse.Namespace) -> int:
-    from .codemod import PortResult  # needs libcst: the `port` extra, not `accel scan`
+    from . import codemod  # noqa: F401  # needs libcst (the `port` extra): one error line here, not one per file
 
     files, _plugin_rules, selection = _prepare(args)
     write = args.write and not args.check
+    as_json = args.format == "json"
     changed = manual = 0
     failed: list[str] = []
-    for path in files:
-        try:
-            result = port_file(path, selection, write=write)
-        except Exception as exc:  # noqa: BLE001 - one file's bug must not leave the tree half ported unreported
-            result = PortResult(str(path), "", "", error=f"{path}: internal error {type(exc).__name__}: {exc}; file left unchanged")
+    entries: list[dict[str, object]] = []
+    progress = want_progress(args.progress, len(files))
+    for result in port_paths(files, selection, write=write, jobs=args.jobs, progress=progress):
+        path = result.path
         for leftover in result.cleaned:
             print(f"accel port: removed {leftover}, left by an interrupted earlier run", file=sys.stderr)
+        if as_json:
+            entries.append(_port_entry(result))
         if result.error:
-            failed.append(str(path))
+            failed.append(path)
             print(f"accel port: {result.error}", file=sys.stderr)
             continue
         if result.changed:
             changed += 1
-            if write:
+            if write and not as_json:
                 print(f"ported {path} ({len(result.applied)} site(s))", file=sys.stderr)
-            elif not args.check:
+            elif not args.check and not as_json:
                 sys.stdout.write(unified_diff(result))
-        for finding in result.manual:
-            manual += 1
-            print(f"{report.format_finding(finding)} [not ported]", file=sys.stderr)
+        manual += len(result.manual)
+        if not as_json:
+            for finding in result.manual:
+                print(f"{report.format_finding(finding)} [not ported]", file=sys.stderr)
     verb = "ported" if write else "would port"
-    print(f"{verb} {changed} file(s); {manual} site(s) need a person; {len(failed)} error(s)", file=sys.stderr)
+    if as_json:
+        summary = {"files": len(files), "changed": changed, "manual": manual, "errors": len(failed), "written": write}
+        sys.stdout.write(json.dumps({"version": 1, "files": entries, "summary": summary}, indent=2) + "\n")
+    else:
+        print(f"{verb} {changed} file(s); {manual} site(s) need a person; {len(failed)} error(s)", file=sys.stderr)
     if failed:
-        if write:
+        if write and not as_json:
             print(f"not written ({len(failed)}; each unchanged on disk): {', '.join(failed)}", file=sys.stderr)
         return 1
     return 1 if args.check and changed else 0
+
+
+def _port_entry(result: PortResult) -> dict[str, object]:
+    """One file of ``accel port --format json``."""
+    return {
+        "path": result.path,
+        "changed": result.changed and not result.error,
+        "written": result.written,
+        "applied": [f.to_dict() for f in result.applied],
+        "manual": [f.to_dict() for f in result.manual],
+        "error": result.error,
+        "diff": unified_diff(result) if result.changed and not result.error else "",
+    }

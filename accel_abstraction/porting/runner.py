@@ -1,4 +1,4 @@
-"""Running a scan over many files: file discovery, plugin rules, process pool, progress."""
+"""Running over many files (a scan, a port): file discovery, plugin rules, process pool, progress."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from ..errors import PluginError
 from .findings import FileResult
@@ -20,6 +21,7 @@ from .scanner import scan_source
 PARALLEL_THRESHOLD = 64
 #: Progress is drawn (on stderr, when it is a terminal) from this many files on.
 PROGRESS_THRESHOLD = 50
+T = TypeVar("T")
 _SKIP_DIRS = {"__pycache__", "node_modules", "site-packages"}
 
 
@@ -154,28 +156,52 @@ def scan_paths(
     ``enabled`` must be picklable (a :class:`~.settings.Selection`) for the pool.  Plugin
     rules are loaded again inside each worker, as their matchers need not be picklable.
     """
+    return list(
+        map_files(
+            files,
+            lambda path: scan_file(path, plugin_rules, enabled, strict),
+            _scan_in_worker,
+            (_init_worker, (enabled, bool(plugin_rules), strict)),
+            jobs,
+            "scanning" if progress else None,
+        )
+    )
+
+
+def map_files(
+    files: Sequence[Path],
+    serial: Callable[[Path], T],
+    parallel: Callable[[Path], T],
+    worker_init: tuple[Callable[..., None], tuple[object, ...]],
+    jobs: int | None = None,
+    progress: str | None = None,
+) -> Iterator[T]:
+    """``serial(path)`` for each file, or ``parallel(path)`` in a pool of ``jobs`` worker processes
+    (default: the CPU count) set up by ``worker_init`` (function, arguments) when there are
+    more than :data:`PARALLEL_THRESHOLD` files; results in the order of ``files``, as they come.
+
+    ``progress``: the label of a progress display on stderr (None: none).
+    """
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    bar = _Progress(len(files)) if progress else None
-    results: list[FileResult] = []
+    bar = make_progress(len(files), progress) if progress else None
     try:
         if workers > 1 and len(files) > PARALLEL_THRESHOLD:
             chunk = max(1, min(64, len(files) // (workers * 8)))
-            with ProcessPoolExecutor(
-                max_workers=workers, initializer=_init_worker, initargs=(enabled, bool(plugin_rules), strict)
-            ) as pool:
-                for result in pool.map(_scan_in_worker, files, chunksize=chunk):
-                    results.append(result)
+            initializer, initargs = worker_init
+            with ProcessPoolExecutor(max_workers=workers, initializer=initializer, initargs=initargs) as pool:
+                for result in pool.map(parallel, files, chunksize=chunk):
                     if bar:
                         bar.advance()
+                    yield result
         else:
             for path in files:
-                results.append(scan_file(path, plugin_rules, enabled, strict))
+                result = serial(path)
                 if bar:
                     bar.advance()
+                yield result
     finally:
         if bar:
             bar.close()
-    return results
 
 
 def want_progress(choice: bool | None, count: int) -> bool:
@@ -185,22 +211,49 @@ def want_progress(choice: bool | None, count: int) -> bool:
     return sys.stderr.isatty() and count >= PROGRESS_THRESHOLD
 
 
-class _Progress:
-    """A rich progress bar on stderr."""
+class Progress(Protocol):
+    def advance(self) -> None: ...
+    def close(self) -> None: ...
 
-    def __init__(self, total: int) -> None:
+
+def make_progress(total: int, label: str) -> Progress:
+    """A bar on a terminal; elsewhere (a CI log, a file) plain ``LABEL: N/TOTAL files`` lines."""
+    return _Bar(total, label) if sys.stderr.isatty() else _Lines(total, label)
+
+
+class _Lines:
+    """One stderr line per tenth of the files, and one at the end: readable in a log."""
+
+    def __init__(self, total: int, label: str) -> None:
+        self.total, self.label, self.done = total, label, 0
+        self.step = max(1, total // 10)
+
+    def advance(self) -> None:
+        self.done += 1
+        if self.done % self.step == 0 or self.done == self.total:
+            print(f"{self.label}: {self.done}/{self.total} files", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        pass
+
+
+class _Bar:
+    """A rich progress bar on stderr (a terminal)."""
+
+    def __init__(self, total: int, label: str) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+        from rich.progress import Progress as RichProgress
 
-        self.progress = Progress(
-            TextColumn("scanning"),
+        self.progress = RichProgress(
+            TextColumn(label),
             BarColumn(),
             MofNCompleteColumn(),
             TimeRemainingColumn(),
             console=Console(stderr=True),
             transient=True,
         )
-        self.task = self.progress.add_task("scan", total=total)
+        self.task = self.progress.add_task(label, total=total)
         self.progress.start()
 
     def advance(self) -> None:

@@ -54,7 +54,9 @@ def add_parser(subparsers: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m accel_abstraction.run", description=_DESCRIPTION)
+    from ..cli import Parser
+
+    parser = Parser(prog="python -m accel_abstraction.run", description=_DESCRIPTION)
     parser.add_argument("--traceback", action="store_true", help="show the full traceback of an error")
     _configure(parser)
     return parser
@@ -62,11 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m accel_abstraction.run``: same options and errors as ``accel run``."""
-    from ..cli import print_error
-    from ..errors import AccelError
+    from ..exits import run_command
 
     args = build_parser().parse_args(argv)
-    try:
-        return _run(args)
-    except AccelError as exc:
-        return print_error(exc, args.traceback)
+    return run_command(lambda: _run(args), args.traceback)

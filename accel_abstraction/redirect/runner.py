@@ -161,6 +161,8 @@ def _report(sites: list[Site], processes: int, redirect: redirect_cuda, opts: Ru
         try:
             write_json(as_json(sites, b.name, b.device_type, opts.allow_missing), opts.output or "-")
         except OSError as exc:
+            if opts.output in (None, "-"):
+                raise  # stdout: ends the command as every output failure does (accel_abstraction.exits)
             print(f"accel run: the JSON report could not be written to {opts.output!r}: {exc}", file=sys.stderr)
     if opts.report == "table":
         print_table(sites, b.name, opts.allow_missing, children=processes)
