@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from .errors import ConfigError, did_you_mean
 
-__all__ = ["Provenance", "check_keywords", "find_pyproject", "read_section_table", "toml_key_line"]
+__all__ = ["Provenance", "check_keywords", "file_provenance", "find_pyproject", "read_section_table", "toml_key_line"]
 
 
 def find_pyproject(start: Path | None = None) -> Path | None:
@@ -58,6 +58,12 @@ class Provenance:
 
 
 DEFAULT = Provenance("default", "default")
+
+
+def file_provenance(path: Path, header: tuple[str, ...], key: str) -> Provenance:
+    """``key`` of table ``header`` in ``path``, with its line: ``FILE:LINE [tool.accel] key``."""
+    line = toml_key_line(path, header, key)
+    return Provenance("file", f"{path}:{line or '?'} [{'.'.join(header)}] {key}")
 
 
 def check_keywords(given: Iterable[str], known: Iterable[str], header: tuple[str, ...]) -> None:

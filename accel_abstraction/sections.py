@@ -7,24 +7,42 @@ Its :class:`SectionSpec` states the table, the variable prefix, the default of e
 and the pydantic model that validates it (:class:`~accel_abstraction.settings.ConfigSection`).
 
 :meth:`SectionSpec.load` answers a run in which no keyword, no variable and no key of the
-table sets a field with :class:`Defaults` (a few microseconds), and hands every other run to
-the model's ``load`` (same precedence, errors and provenance). Importing pydantic and
-pydantic-settings costs ~150 ms, about 12% of ``import torch``; before this, the first
-``accel.device()`` paid it in every process.
+table sets a field with :class:`Defaults` (a few microseconds); so too a run whose set values
+are all plain (``ACCEL_BACKEND=cpu``, ``backend = "cpu"``: each field's plain check accepts
+it), with each value's source. Every other run goes to the model's ``load`` (same precedence,
+and every error message is the model's). Importing pydantic and pydantic-settings costs
+~150 ms, about 12% of ``import torch``; before this, the first ``accel.device()`` paid it
+in every process, and before the plain checks every configured one did.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .pyproject import DEFAULT, Provenance, check_keywords, find_pyproject, read_section_table
+from .pyproject import (
+    DEFAULT,
+    Provenance,
+    check_keywords,
+    file_provenance,
+    find_pyproject,
+    read_section_table,
+)
 
-__all__ = ["CORE", "CoreSettings", "Defaults", "SectionSpec"]
+__all__ = ["CORE", "CoreSettings", "Defaults", "NotPlain", "PlainCheck", "SectionSpec"]
+
+
+class NotPlain(Exception):
+    """Raised by a plain check: the value needs the pydantic model (to validate it, or to word its error)."""
+
+
+#: A field's plain check: the value as given (keyword) or read (an environment string, a TOML
+#: value) -> the value the model would produce; :class:`NotPlain` for anything else.
+PlainCheck = Callable[[Any], Any]
 
 
 @dataclass(frozen=True)
@@ -39,6 +57,11 @@ class SectionSpec:
     """Field name -> default; the model's fields are exactly these."""
     model: str
     """``module:Class`` of the pydantic model (a ``ConfigSection``) that validates set values."""
+    plain: Mapping[str, PlainCheck] = field(default_factory=dict)
+    """Field name -> its plain check: a set value that every check accepts is loaded without
+    the model. A check must give what the model gives for every value it accepts (a test
+    compares them); values it does not accept, and fields without a check, go to the model,
+    so every error message is the model's."""
 
     @property
     def header(self) -> tuple[str, ...]:
@@ -52,7 +75,8 @@ class SectionSpec:
         return any(key.upper() in wanted for key in os.environ)
 
     def load(self, pyproject: Path | None = None, **overrides: Any) -> Any:
-        """The section's settings: :class:`Defaults` when nothing sets a field, else the validated model.
+        """The section's settings: :class:`Defaults` when nothing sets a field or every set value
+        passes its plain check, else the validated model.
 
         A keyword that names no field is a :class:`ConfigError` with a did-you-mean.
         """
@@ -62,25 +86,92 @@ class SectionSpec:
         table = read_section_table(path, self.header, set(self.defaults)) if path is not None else {}
         if not self.is_set_anywhere(table, overrides):
             return Defaults(self)
+        plain = self._load_plain(table, overrides, path)
+        if plain is not None:
+            return plain
         module, _, name = self.model.partition(":")
         model = getattr(importlib.import_module(module), name)
         return model.load(pyproject=path, **overrides)
 
+    def _load_plain(self, table: Mapping[str, Any], overrides: Mapping[str, Any], path: Path | None) -> Defaults | None:
+        """The settings without the model, when every set value passes its plain check; else None."""
+        env = {key.upper(): value for key, value in os.environ.items() if key.upper().startswith(self.env_prefix)}
+        if len(env) != sum(1 for key in os.environ if key.upper().startswith(self.env_prefix)):
+            return None  # one name set in two spellings: the model decides which wins
+        values: dict[str, Any] = {}
+        sources: dict[str, Provenance] = {}
+        for name in self.defaults:
+            variable = f"{self.env_prefix}{name}".upper()
+            if name in overrides:
+                given, source = overrides[name], Provenance("keyword", f"keyword argument {name}=")
+            elif variable in env:
+                given, source = env[variable], Provenance("env", f"environment variable {variable}")
+            elif name in table and path is not None:
+                given, source = table[name], file_provenance(path, self.header, name)
+            else:
+                continue
+            check = self.plain.get(name)
+            if check is None:
+                return None
+            try:
+                values[name] = check(given)
+            except NotPlain:
+                return None
+            sources[name] = source
+        return Defaults(self, values, sources)
+
 
 class Defaults:
-    """A section's settings with every field at its default, read like the model's instances."""
+    """A section's settings read without the model: every field at its default, or at a value
+    set by a keyword, a variable or the table that passed the field's plain check. Read like
+    the model's instances (attributes, :meth:`source_of`)."""
 
-    def __init__(self, spec: SectionSpec) -> None:
+    def __init__(
+        self, spec: SectionSpec, values: Mapping[str, Any] | None = None, sources: Mapping[str, Provenance] | None = None
+    ) -> None:
         self.__dict__.update(spec.defaults)
+        self.__dict__.update(values or {})
         self._spec = spec
+        self._sources = dict(sources or {})
 
     def source_of(self, field: str) -> Provenance:
-        """Always the default."""
-        return DEFAULT
+        """Where the value of ``field`` came from."""
+        return self._sources.get(field, DEFAULT)
 
     def __repr__(self) -> str:
-        values = " ".join(f"{name}={value!r}" for name, value in self._spec.defaults.items())
+        values = " ".join(f"{name}={getattr(self, name)!r}" for name in self._spec.defaults)
         return f"Defaults({self._spec.env_prefix}*: {values})"
+
+
+def plain_name(value: Any) -> str:
+    """A backend name: a non-blank string, stripped and lower-cased (``AccelSettings._lower``)."""
+    if not isinstance(value, str) or not value.strip():
+        raise NotPlain
+    return value.strip().lower()
+
+
+def plain_index(value: Any) -> int:
+    """A device index: a whole number >= 0, or a string of ASCII digits."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    if type(value) is int and value >= 0:
+        return value
+    raise NotPlain
+
+
+AMP_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32", "float": "float32"}
+AMP_DTYPES = ("auto", "float16", "bfloat16", "float32")
+
+
+def plain_amp_dtype(value: Any) -> str:
+    """An autocast dtype name or alias (``AccelSettings._amp_alias``), as one of :data:`AMP_DTYPES`."""
+    if not isinstance(value, str):
+        raise NotPlain
+    value = value.strip().lower().removeprefix("torch.")
+    value = AMP_ALIASES.get(value, value)
+    if value not in AMP_DTYPES:
+        raise NotPlain
+    return value
 
 
 #: The core's section: ``[tool.accel]`` / ``ACCEL_*``, validated by ``AccelSettings``.
@@ -89,6 +180,7 @@ CORE = SectionSpec(
     env_prefix="ACCEL_",
     defaults={"backend": "auto", "device_index": None, "amp_dtype": "auto", "fallback": None},
     model="accel_abstraction.settings:AccelSettings",
+    plain={"backend": plain_name, "device_index": plain_index, "amp_dtype": plain_amp_dtype, "fallback": plain_name},
 )
 
 

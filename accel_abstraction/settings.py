@@ -33,14 +33,19 @@ from pydantic_settings import (
 )
 
 from .errors import ConfigError
-from .pyproject import Provenance, check_keywords, find_pyproject, read_section_table, toml_key_line
-from .sections import CORE
+from .pyproject import (
+    Provenance,
+    check_keywords,
+    file_provenance,
+    find_pyproject,
+    read_section_table,
+    toml_key_line,
+)
+from .sections import AMP_ALIASES, CORE
 
 __all__ = ["AccelSettings", "ConfigSection", "DistSettings", "Provenance", "find_pyproject", "toml_key_line"]
 
 S = TypeVar("S", bound="ConfigSection")
-
-_AMP_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32", "float": "float32"}
 
 
 class ConfigSection(BaseSettings):
@@ -141,8 +146,7 @@ def _provenance_of(
     if env in os.environ:
         return Provenance("env", f"environment variable {env}")
     if field in table and path is not None:
-        line = toml_key_line(path, cls.table_header(), field)
-        return Provenance("file", f"{path}:{line or '?'} [{'.'.join(cls.table_header())}] {field}")
+        return file_provenance(path, cls.table_header(), field)
     return Provenance("default", "default")
 
 
@@ -193,7 +197,7 @@ class AccelSettings(ConfigSection):
     def _amp_alias(cls, value: Any) -> Any:
         if isinstance(value, str):
             value = value.strip().lower().removeprefix("torch.")
-            return _AMP_ALIASES.get(value, value)
+            return AMP_ALIASES.get(value, value)
         return value
 
 

@@ -3,8 +3,8 @@
 Run: ``python benchmarks/bench_core.py [--backend cpu] [--json benchmarks/results.json]``.
 Targets (read off the table, not asserted): per call <= 1.10x, ``accel.autocast()`` enter/exit
 <= 1.02x, ``import accel_abstraction`` on top of torch <= 1.01x, first use
-(``import torch, accel_abstraction; accel.device()``) and ``accel info --help`` <= 1.03x of
-``import torch``. ``accel info`` is shown too: its rich tables cost ~20 ms of imports.
+(``import torch, accel_abstraction; accel.device()``), with nothing configured and with
+``ACCEL_BACKEND`` set, and ``accel info --help`` <= 1.03x of ``import torch``. ``accel info`` is shown too: its rich tables cost ~20 ms of imports.
 Method: :mod:`harness` (interleaved shuffled rounds, thread CPU time, median and range).
 """
 
@@ -51,17 +51,20 @@ def call_cases(backend: str) -> list[harness.Case]:
     ]
 
 
-def process_cases(rounds: int, backend: str) -> list[harness.Result]:
+def process_cases(rounds: int, backend: str, configured: str) -> list[harness.Result]:
+    """``backend``: the ACCEL_BACKEND of every case ("auto": none set); ``configured``: the
+    backend the configured first use names in ACCEL_BACKEND, the one-line configuration."""
     env = {"ACCEL_BACKEND": backend} if backend != "auto" else {}
     cases = [
-        ("import accel_abstraction (on torch)", "import accel_abstraction"),
-        ("first use: accel.device()", harness.ACCEL_FIRST_USE),
-        ("accel info --help", _cli(["info", "--help"])),
-        ("accel info", _cli(["info"])),
+        ("import accel_abstraction (on torch)", "import accel_abstraction", env),
+        ("first use: accel.device()", harness.ACCEL_FIRST_USE, env),
+        (f"first use, ACCEL_BACKEND={configured}", harness.ACCEL_FIRST_USE, {"ACCEL_BACKEND": configured}),
+        ("accel info --help", _cli(["info", "--help"]), env),
+        ("accel info", _cli(["info"]), env),
     ]
     return [
-        harness.compare_processes(name, "import torch", code, rounds, env=env, packages=harness.ACCEL_PACKAGES)
-        for name, code in cases
+        harness.compare_processes(name, "import torch", code, rounds, env=case_env, packages=harness.ACCEL_PACKAGES)
+        for name, code, case_env in cases
     ]
 
 
@@ -86,7 +89,7 @@ def main() -> None:
     harness.setup_threads(args.threads)
     results = harness.compare_calls(call_cases(args.backend), args.rounds, args.budget, args.seed)
     first_use_env = "auto" if args.backend == "cpu" else args.backend  # cpu is what auto picks here
-    results += process_cases(args.process_rounds, first_use_env)
+    results += process_cases(args.process_rounds, first_use_env, args.backend)
     harness.print_results(f"accel-abstraction core on {args.backend!r}", results, args.threads)
     if args.json:
         harness.write_json(args.json, "core", results, args.threads, {"backend": args.backend})

@@ -85,7 +85,7 @@ def test_a_broken_pyproject_that_never_mentions_accel_is_not_ours_to_judge(
         ({}, "[tool.accel]\nbackend = 'cpu'\n", "cpu {path}:2 [tool.accel] backend"),
     ],
 )
-def test_anything_set_goes_through_validation_with_its_source(
+def test_plain_values_are_read_with_their_source_without_the_model(
     env: dict[str, str], pyproject: str, expected: str, tmp_path: Path
 ) -> None:
     if pyproject:
@@ -100,7 +100,7 @@ def test_anything_set_goes_through_validation_with_its_source(
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "AccelSettings " + expected.format(path=tmp_path / "pyproject.toml")
+    assert result.stdout.strip() == "Defaults " + expected.format(path=tmp_path / "pyproject.toml")
 
 
 def test_defaults_read_like_the_model(tmp_path: Path, monkeypatch) -> None:
@@ -109,3 +109,61 @@ def test_defaults_read_like_the_model(tmp_path: Path, monkeypatch) -> None:
     assert isinstance(settings, Defaults)
     assert (settings.backend, settings.device_index, settings.amp_dtype, settings.fallback) == ("auto", None, "auto", None)
     assert str(settings.source_of("amp_dtype")) == "default"
+
+
+@pytest.mark.parametrize(
+    ("env", "pyproject"),
+    [
+        ({"ACCEL_BACKEND": "cpu"}, ""),
+        ({}, "[tool.accel]\nbackend = 'cpu'\namp_dtype = 'bf16'\ndevice_index = 0\n"),
+    ],
+)
+def test_a_configured_first_use_does_not_import_pydantic(env: dict[str, str], pyproject: str, tmp_path: Path) -> None:
+    # benchmarks/bench_core.py "first use, ACCEL_BACKEND set": the one-line configuration costs what none costs
+    if pyproject:
+        (tmp_path / "pyproject.toml").write_text(pyproject)
+    result = run_python(
+        """
+        import sys
+        import accel_abstraction as accel
+        accel.device()
+        print(accel.backend().name, sorted(m for m in ("pydantic", "pydantic_settings") if m in sys.modules))
+        """,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["cpu []"]
+
+
+#: Values for each field, as an environment variable and as a TOML value: plain ones, and ones
+#: only the model can judge (or word the error for).
+FIELD_VALUES = {
+    "backend": ["cpu", " CPU ", "Neuron", "", "   ", 3, True],
+    "device_index": ["0", "12", "-1", " 1", "1.0", "x", "١", 0, 3, -2, True, 1.5],
+    "amp_dtype": ["bf16", "torch.float16", " HALF ", "float64", "", "auto", 16],
+    "fallback": ["auto", "CPU", "", 0],
+}
+
+
+def _outcome(load, **kwargs):
+    try:
+        settings = load(**kwargs)
+    except ConfigError as exc:
+        return "error", str(exc)
+    return {name: (getattr(settings, name), str(settings.source_of(name))) for name in CORE.defaults}
+
+
+@pytest.mark.parametrize(("field", "value"), [(f, v) for f, values in FIELD_VALUES.items() for v in values])
+def test_plain_checks_agree_with_the_model(field: str, value: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from accel_abstraction.settings import AccelSettings
+
+    monkeypatch.chdir(tmp_path)
+    toml = f"{field} = {value!r}" if isinstance(value, str) else f"{field} = {str(value).lower()}"
+    (tmp_path / "pyproject.toml").write_text(f"[tool.accel]\n{toml}\n")
+    assert _outcome(CORE.load) == _outcome(AccelSettings.load)  # from the file: file:line, same value or error
+    assert _outcome(CORE.load, **{field: value}) == _outcome(AccelSettings.load, **{field: value})  # a keyword
+    (tmp_path / "pyproject.toml").unlink()
+    if isinstance(value, str):
+        monkeypatch.setenv(f"ACCEL_{field.upper()}", value)
+        assert _outcome(CORE.load) == _outcome(AccelSettings.load)  # from the environment
