@@ -30,6 +30,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from . import api as _api
 from ._lazy import lazy_getattr
 from .scaler_defaults import SCALER
 
@@ -327,43 +328,15 @@ def pin_memory_device() -> str:
     return _bound("pin_memory_device")()
 
 
-# The lazy versions above, kept so that runtime.reset() can restore them.
-_STUBS: dict[str, Callable[..., Any]] = {
-    name: obj
-    for name, obj in dict(globals()).items()
-    if getattr(obj, "__module__", None) == __name__
-    and callable(obj)
-    and not name.startswith("_")
-    and name not in ("use", "configure", "using")
-}
+# The lazy versions above, kept so that runtime.reset() can restore them: one per bound or
+# state name of the API table (a KeyError here means a row has no stub above).
+_STUBS: dict[str, Callable[..., Any]] = {name: globals()[name] for name in (*_api.BOUND, *_api.STATE)}
 
 # Names served from submodules on first access (keeps `import accel_abstraction` cheap).
-_LAZY: dict[str, str] = {
-    "Backend": "interface",
-    "BackendSpec": "registry",
-    "Capabilities": "features",
-    "Availability": "features",
-    "hookimpl": "hookspecs",
-    "AccelError": "errors",
-    "ArgumentTypeError": "errors",
-    "ArgumentValueError": "errors",
-    "BackendUnavailableError": "errors",
-    "CapabilityError": "errors",
-    "ConfigError": "errors",
-    "DeviceIndexError": "errors",
-    "PluginError": "errors",
-    "UnknownBackendError": "errors",
-    "AccelSettings": "settings",
-    "init_distributed": "distributed",
-    "destroy_distributed": "distributed",
-    "barrier": "distributed",
-    "is_main_process": "distributed",
-    "DistInfo": "distributed",
-    "DistributedError": "distributed",
-    "log_metric": "metrics",
-    "log_settings": "metrics",
-    "redirect_cuda": "redirect",
-}
+_LAZY: dict[str, str] = _api.LAZY
+
+#: The public API (:mod:`accel_abstraction.api`): what ``from accel_abstraction import *`` exports.
+__all__ = list(_api.ALL)
 
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())

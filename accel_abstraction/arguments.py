@@ -20,6 +20,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .api import GUARDS
 from .errors import AccelError, ArgumentTypeError, ArgumentValueError
 from .requirements import missing
 
@@ -31,7 +32,7 @@ except ModuleNotFoundError as _exc:
 if TYPE_CHECKING:
     from .interface import Backend
 
-__all__ = ["GUARDED", "autocast_dtype_error", "check_flag", "check_rng_state", "check_seed", "guard"]
+__all__ = ["CHECKS", "GUARDED", "autocast_dtype_error", "check_flag", "check_rng_state", "check_seed", "guard"]
 
 _SEED_MIN, _SEED_MAX = -(2**63), 2**64 - 1
 
@@ -129,16 +130,20 @@ def autocast_dtype_error(backend: Backend, dtype: Any) -> AccelError:
     )
 
 
-#: Public name -> wrapper factory ``(name, bound callable, backend) -> checked callable``.
-GUARDED: dict[str, Callable[[str, Callable[..., Any], Backend], Callable[..., Any]]] = {
-    "manual_seed": _seed_guard,
-    "manual_seed_all": _seed_guard,
-    "set_rng_state": _rng_state_guard,
-    "set_rng_state_all": _rng_states_guard,
-    "set_deterministic": _deterministic_guard,
-    "set_benchmark": _flag_guard,
-    "set_allow_tf32": _flag_guard,
+Guard = Callable[[str, Callable[..., Any], "Backend"], Callable[..., Any]]
+
+#: Check name (the ``guard`` column of :mod:`.api`) -> wrapper factory
+#: ``(public name, bound callable, backend) -> checked callable``.
+CHECKS: dict[str, Guard] = {
+    "seed": _seed_guard,
+    "rng_state": _rng_state_guard,
+    "rng_states": _rng_states_guard,
+    "deterministic": _deterministic_guard,
+    "flag": _flag_guard,
 }
+
+#: Public name -> its wrapper factory, as the API table says.
+GUARDED: dict[str, Guard] = {name: CHECKS[check] for name, check in GUARDS.items()}
 
 
 def guard(name: str, fn: Callable[..., Any], backend: Backend) -> Callable[..., Any]:

@@ -14,8 +14,9 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from .api import BOUND
 from .arguments import guard
-from .errors import PLUGIN_ATTR, DeviceIndexError
+from .errors import PLUGIN_ATTR, CapabilityError, DeviceIndexError
 from .interface import Backend
 from .plugins import get_host
 from .sections import CORE, CoreSettings
@@ -23,19 +24,8 @@ from .selection import Selection, select_backend
 
 __all__ = ["BOUND_NAMES", "bound_callable", "current", "selection", "use", "using"]
 
-#: Public functions of ``accel_abstraction`` that are rebound to the selected backend.
-BOUND_NAMES: tuple[str, ...] = (
-    "device_count", "current_device", "set_device", "device", "device_name",
-    "synchronize", "current_stream", "stream",
-    "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
-    "reset_peak_memory_stats", "empty_cache", "memory_stats", "mem_get_info",
-    "manual_seed", "manual_seed_all", "seed", "initial_seed", "get_rng_state", "set_rng_state",
-    "get_rng_state_all", "set_rng_state_all", "fork_rng",
-    "autocast", "GradScaler", "is_bf16_supported", "is_fp16_supported", "supported_dtypes",
-    "set_deterministic", "set_benchmark", "set_allow_tf32",
-    "dist_backend", "visible_devices_env", "pin_memory", "pin_memory_device",
-    "capabilities", "is_available",
-)  # fmt: skip
+#: Public names of ``accel_abstraction`` rebound to the selected backend (the API table's "bound" rows).
+BOUND_NAMES: tuple[str, ...] = BOUND
 
 _lock = threading.RLock()
 #: Held for the whole of a ``using`` block, so blocks in different threads run one after another.
@@ -58,7 +48,10 @@ def _bind(backend: Backend | None) -> None:
         return
     hot = dict(backend.hot_bindings())
     for name in BOUND_NAMES:
-        setattr(api, name, bound_callable(backend, name, hot))
+        try:
+            setattr(api, name, bound_callable(backend, name, hot))
+        except CapabilityError:  # Stream/Event of a backend without them: the stub raises it at each call
+            setattr(api, name, stubs[name])
     device_type = backend.device_type
     api.device_type = lambda: device_type
     api.backend = lambda: backend
