@@ -141,14 +141,12 @@ def _rows(value: Any) -> list[tuple[str, str]] | str:
 def _plugin_rows(host: Any, backend: Any) -> list[tuple[str, list[tuple[str, str]] | str]]:
     """Each plugin's ``accel_env_info`` rows, called one by one so one broken plugin stays local."""
     out: list[tuple[str, list[tuple[str, str]] | str]] = []
-    for impl in reversed(host.pm.hook.accel_env_info.get_hookimpls()):
-        who = f"plugin {host.pm.get_name(impl.plugin)!r} (accel_env_info)"
-        try:
-            value = impl.function(*[{"backend": backend}[arg] for arg in impl.argnames])
-        except Exception as exc:  # diagnostics must not crash the diagnostics command
-            out.append((who, f"raised {type(exc).__name__}: {exc}"))
-            continue
-        out.append((who, _rows(value)))
+    for call in host.call_each("accel_env_info", backend=backend):
+        who = f"plugin {call.plugin!r} (accel_env_info)"
+        if call.error is not None:  # diagnostics must not crash the diagnostics command
+            out.append((who, f"raised {type(call.error).__name__}: {call.error}"))
+        else:
+            out.append((who, _rows(call.value)))
     return out
 
 

@@ -20,7 +20,7 @@ import os
 import threading
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Literal
@@ -28,10 +28,10 @@ from typing import Any, Literal
 import pluggy
 
 from . import hookspecs
-from .errors import ConfigError, PluginError, UnknownBackendError, did_you_mean
+from .errors import ConfigError, PluginError, did_you_mean
 from .registry import BackendRegistry, BackendSpec
 
-__all__ = ["PluginHost", "PluginRecord", "get_host", "get_plugin_manager", "register_plugin", "reset"]
+__all__ = ["HookCall", "PluginHost", "PluginRecord", "get_host", "get_plugin_manager", "register_plugin", "reset"]
 
 ENTRY_POINT_GROUP = "accel_abstraction"
 _TRUE = {"1", "true", "yes", "on"}
@@ -105,12 +105,15 @@ class PluginHost:
         except Exception as exc:  # e.g. a hookimpl with a misspelled hook name
             self._fail(record, f"registration failed: {type(exc).__name__}: {exc}")
 
-    def _fail(self, record: PluginRecord, message: str, unload: bool = True) -> None:
-        """Record and warn about a plugin's failure: fatal to the plugin (``unload``) or to one hook only."""
+    def _fail(self, record: PluginRecord, message: str, unload: bool = True, error: BaseException | None = None) -> None:
+        """Record and warn about a plugin's failure: fatal to the plugin (``unload``) or to one hook only.
+
+        ``error``: the exception (default: the one being handled), whose traceback ``accel info`` shows.
+        """
         if unload:
             record.status = "failed"
             record.error = message
-            record.traceback = traceback.format_exc()
+            record.traceback = "".join(traceback.format_exception(error)) if error is not None else traceback.format_exc()
         else:
             record.problems.append(message)
         outcome = "was not loaded" if unload else "was partly ignored"
@@ -126,24 +129,22 @@ class PluginHost:
 
         A plugin's backends are registered all together or not at all: if it raises,
         registers something that is not a :class:`BackendSpec`, or claims a name or alias
-        already taken (by an earlier plugin or by itself), the plugin is marked failed
-        and the backends of every other plugin stay usable.
+        already taken (by an earlier plugin or by itself), the plugin is marked failed and
+        blocked (pluggy's ``set_blocked``: its other hooks are not called either), and the
+        backends of every other plugin stay usable.
         """
-        for impl in self.pm.hook.accel_register_backends.get_hookimpls():
-            record = self.records[self.pm.get_name(impl.plugin) or ""]
-            added: list[Any] = []
-            try:
-                impl.function(*[{"register": added.append}[arg] for arg in impl.argnames])
-            except Exception as exc:  # isolate the plugin; its traceback goes to `accel info`
-                self._fail(record, f"accel_register_backends raised {type(exc).__name__}: {exc}")
-                self.pm.unregister(impl.plugin)
-                continue
-            problem = self._check_specs(record, added)
+        for call in self.call_each("accel_register_backends"):
+            record = self.records[call.plugin]
+            problem = (
+                f"accel_register_backends raised {type(call.error).__name__}: {call.error}"
+                if call.error is not None
+                else self._check_specs(record, call.items)
+            )
             if problem:
-                self._fail(record, problem)
-                self.pm.unregister(impl.plugin)
+                self._fail(record, problem, error=call.error)
+                self.pm.set_blocked(call.plugin)
                 continue
-            for spec in added:
+            for spec in call.items:
                 self.registry.add(spec, record.name, record.distribution)
                 record.backends.append(spec.name)
 
@@ -168,45 +169,77 @@ class PluginHost:
                 if key in claimed:
                     return f"{origin} registers the backend name {key!r} twice"
                 claimed.add(key)
-                try:
-                    owner = self.registry.get(key)
-                except UnknownBackendError:
-                    continue
-                return (
-                    f"backend name {key!r} is registered twice: by {owner.origin} and by {origin}; "
-                    f"the second was not loaded: uninstall one of them, or load only one with ACCEL_PLUGINS"
-                )
+                problem = self.registry.clash(key, origin)
+                if problem:
+                    return problem
         return ""
+
+    def call_each(self, hook_name: str, **kwargs: Any) -> Iterator[HookCall]:
+        """Call every plugin's implementation of ``hook_name`` on its own: the one way hooks are called.
+
+        Plugins are called in load order (entry points by name, then those registered in code),
+        so where two claim the same thing the first loaded keeps it. A hook with a ``register``
+        argument gets a fresh one per plugin, collecting into :attr:`HookCall.items`; ``kwargs``
+        are the hook's other arguments. An exception is caught into :attr:`HookCall.error` with
+        its traceback, never raised: each caller decides what it costs the plugin. A generator:
+        stopping early (an error the caller re-raises) calls no further plugin, as pluggy would.
+        """
+        hook = getattr(self.pm.hook, hook_name, None)
+        if hook is None:
+            return
+        for impl in hook.get_hookimpls():
+            if impl.hookwrapper or impl.wrapper:
+                continue  # wrappers wrap a call through pluggy, which plugin-by-plugin calling has not
+            call = HookCall(self.pm.get_name(impl.plugin) or "")
+            available = {**kwargs, "register": call.items.append}
+            try:
+                call.value = impl.function(*[available[arg] for arg in impl.argnames])
+            except Exception as exc:  # the caller decides: drop the plugin's part, show it, re-raise
+                call.error = exc
+            yield call
+
+    def record_of(self, plugin: str) -> PluginRecord:
+        """The record of ``plugin`` (one registered on a manager by hand gets one on first use)."""
+        return self.records.setdefault(plugin, PluginRecord(plugin, "(registered in code)"))
 
     def collect(self, hook_name: str, check: Callable[[Any], None], **kwargs: Any) -> list[tuple[str, Any]]:
         """Call a ``register``-style hook (``accel_scan_rules(register)``) plugin by plugin.
 
-        Each plugin's implementation gets its own ``register``; every item it registers
-        goes through ``check``, which raises (a :class:`PluginError` saying what is wrong)
-        for junk. A plugin whose implementation raises, or registers junk, contributes
-        nothing: a ``RuntimeWarning`` names it and ``accel info`` shows why. Returns
-        ``(plugin name, item)`` pairs of the others, in hook-call order. ``kwargs`` are
-        the hook's other arguments.
+        Every item a plugin registers goes through ``check``, which raises (a
+        :class:`PluginError` saying what is wrong) for junk. A plugin whose implementation
+        raises, or registers junk, contributes nothing: a ``RuntimeWarning`` names it and
+        ``accel info`` shows why. Returns ``(plugin name, item)`` pairs of the others, in
+        :meth:`call_each` order.
         """
-        hook = getattr(self.pm.hook, hook_name, None)
-        if hook is None:
-            return []
         collected: list[tuple[str, Any]] = []
-        for impl in reversed(hook.get_hookimpls()):
-            name = self.pm.get_name(impl.plugin) or ""
-            items: list[Any] = []
-            available = {**kwargs, "register": items.append}
-            try:
-                impl.function(*[available[arg] for arg in impl.argnames])
-                for item in items:
-                    check(item)
-            except Exception as exc:  # one plugin's junk must not disable the tool for the others
-                what = "registered an invalid item" if isinstance(exc, PluginError) else "raised"
-                record = self.records.setdefault(name, PluginRecord(name, "(registered in code)"))
-                self._fail(record, f"{hook_name} {what}: {type(exc).__name__}: {exc}", unload=False)
+        for call in self.call_each(hook_name, **kwargs):
+            error = call.error
+            if error is None:
+                try:
+                    for item in call.items:
+                        check(item)
+                except Exception as exc:  # one plugin's junk must not disable the tool for the others
+                    error = exc
+            if error is not None:
+                what = "registered an invalid item" if isinstance(error, PluginError) else "raised"
+                message = f"{hook_name} {what}: {type(error).__name__}: {error}"
+                self._fail(self.record_of(call.plugin), message, unload=False, error=error)
                 continue
-            collected.extend((name, item) for item in items)
+            collected.extend((call.plugin, item) for item in call.items)
         return collected
+
+
+@dataclass
+class HookCall:
+    """One plugin's answer to a hook, from :meth:`PluginHost.call_each`."""
+
+    plugin: str
+    value: Any = None
+    """What the implementation returned."""
+    items: list[Any] = field(default_factory=list)
+    """What it passed to ``register``."""
+    error: Exception | None = None
+    """What it raised (its ``__traceback__`` says where)."""
 
 
 def _discover() -> list[EntryPoint]:

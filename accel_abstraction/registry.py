@@ -52,17 +52,25 @@ class BackendRegistry:
         self._by_name: dict[str, RegisteredBackend] = {}
         self._aliases: dict[str, str] = {}
 
+    def clash(self, key: str, origin: str) -> str:
+        """Why ``origin`` (``plugin 'x' (dist)``) cannot take the backend name or alias ``key``
+        (``""``: it is free). The one "registered twice" check, for the plugin host and :meth:`add`."""
+        key = key.lower()
+        owner = self._by_name.get(key) or self._by_name.get(self._aliases.get(key, ""))
+        if owner is None:
+            return ""
+        return (
+            f"backend name {key!r} is registered twice: by {owner.origin} and by {origin}; "
+            f"uninstall one of them, or load only one with ACCEL_PLUGINS"
+        )
+
     def add(self, spec: BackendSpec, plugin: str, distribution: str = "") -> None:
         """Register ``spec``. Raises :class:`PluginError` if a name or alias is taken."""
         entry = RegisteredBackend(spec, plugin, distribution)
         for key in (spec.name, *spec.aliases):
-            key = key.lower()
-            owner = self._by_name.get(key) or self._by_name.get(self._aliases.get(key, ""))
-            if owner is not None:
-                raise PluginError(
-                    f"backend name {key!r} is registered twice: by {owner.origin} and by {entry.origin}; "
-                    f"uninstall one of them, or load only one with ACCEL_PLUGINS"
-                )
+            problem = self.clash(key, f"plugin {plugin!r} ({distribution or 'unknown distribution'})")
+            if problem:
+                raise PluginError(problem)
         self._by_name[spec.name.lower()] = entry
         for alias in spec.aliases:
             self._aliases[alias.lower()] = spec.name.lower()

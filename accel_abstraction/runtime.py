@@ -74,31 +74,15 @@ def _activate(sel: Selection, settings: CoreSettings) -> None:
             backend.set_device(settings.device_index)
         except DeviceIndexError as exc:
             raise DeviceIndexError(f"{exc} ({settings.source_of('device_index')})") from None
-    pm = get_host().pm
-    try:
-        pm.hook.accel_backend_selected(backend=backend, settings=settings)
-    except Exception as exc:
-        # Propagates unchanged to library callers (as the hook documents); marked with the
-        # plugin it came from so that a CLI can print one line naming it.
-        plugin = _raising_plugin(pm, "accel_backend_selected", exc)
-        if plugin is not None and not hasattr(exc, PLUGIN_ATTR):
-            setattr(exc, PLUGIN_ATTR, plugin)
-            exc.add_note(f"raised by the accel_backend_selected hook of plugin {plugin!r}")
-        raise
-
-
-def _raising_plugin(pm: Any, hook_name: str, exc: BaseException) -> str | None:
-    """The name of the plugin whose ``hook_name`` implementation appears in ``exc``'s traceback."""
-    codes = {
-        getattr(impl.function, "__code__", None): pm.get_name(impl.plugin)
-        for impl in getattr(pm.hook, hook_name).get_hookimpls()
-    }
-    tb = exc.__traceback__
-    found = None
-    while tb is not None:
-        found = codes.get(tb.tb_frame.f_code, found)
-        tb = tb.tb_next
-    return found
+    for call in get_host().call_each("accel_backend_selected", backend=backend, settings=settings):
+        error = call.error
+        if error is not None:
+            # Propagates unchanged to library callers (as the hook documents); marked with the
+            # plugin it came from so that a CLI can print one line naming it.
+            if not hasattr(error, PLUGIN_ATTR):
+                setattr(error, PLUGIN_ATTR, call.plugin)
+                error.add_note(f"raised by the accel_backend_selected hook of plugin {call.plugin!r}")
+            raise error
 
 
 def use(name: str | None = None, **overrides: Any) -> Backend:

@@ -1,7 +1,9 @@
 """The full list of redirects for one backend: the core's CUDA table, then the plugins'.
 
 Plugins contribute through the ``accel_redirects(backend, register)`` hook; a plugin's
-:class:`Redirect` replaces a core one with the same ``(target, name)``. A plugin function
+:class:`Redirect` replaces a core one with the same ``(target, name)``. A plugin whose hook
+raises or registers something else contributes nothing (a warning names it); the core's
+redirects and the other plugins' stay. A plugin function
 with ``record=True`` is wrapped like a core one (user calls counted, internal calls get
 the original).
 """
@@ -9,7 +11,6 @@ the original).
 from __future__ import annotations
 
 import inspect
-from typing import Any
 
 from ..errors import PluginError
 from .amp import amp_redirects
@@ -27,16 +28,14 @@ __all__ = ["build_redirects", "plugin_redirects"]
 
 def plugin_redirects(s: Server) -> list[Redirect]:
     """Redirects contributed by plugins for ``s.backend``, wrapped for recording where asked."""
-    from ..plugins import get_plugin_manager
+    from ..plugins import get_host
 
-    added: list[Any] = []
-    get_plugin_manager().hook.accel_redirects(backend=s.backend, register=added.append)
+    def check(item: object) -> None:
+        if not isinstance(item, Redirect):
+            raise PluginError(f"register() takes an accel_abstraction.redirect.Redirect, got {item!r}")
+
     out = []
-    for r in added:
-        if not isinstance(r, Redirect):
-            raise PluginError(
-                f"an accel_redirects hook registered {r!r}; register() takes an accel_abstraction.redirect.Redirect"
-            )
+    for _plugin, r in get_host().collect("accel_redirects", check, backend=s.backend):
         if r.record and inspect.isfunction(r.replacement):
             original = getattr(r.target, r.name, None)
             if original is not None:

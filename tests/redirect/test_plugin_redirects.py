@@ -7,7 +7,6 @@ import torch
 
 import accel_abstraction.plugins as plugins
 from accel_abstraction import hookimpl
-from accel_abstraction.errors import PluginError
 from accel_abstraction.redirect import Redirect, redirect_cuda
 
 
@@ -41,7 +40,11 @@ def test_plugin_redirect_replaces_the_core_one_and_is_reported() -> None:
     assert site.category == "device" and site.hint == "my.properties()" and site.count == 1
 
 
-def test_plugin_registering_something_else_is_a_plugin_error() -> None:
+def test_plugin_registering_something_else_is_dropped_alone() -> None:
+    # the hook is called plugin by plugin (PluginHost.call_each): the junk is refused with a
+    # warning naming the plugin, and the core's redirects still run the script
     _with_plugin(Broken(), "broken")
-    with pytest.raises(PluginError, match="takes an accel_abstraction.redirect.Redirect"):
-        redirect_cuda()
+    with pytest.warns(RuntimeWarning, match=r"'broken' .*accel_redirects registered an invalid item: PluginError: "
+                      r"register\(\) takes an accel_abstraction.redirect.Redirect"):  # fmt: skip
+        with redirect_cuda():
+            assert torch.cuda.is_available()
