@@ -288,3 +288,4 @@ def docs(session: nox.Session) -> None:
     """Regenerate the rule and CUDA API tables of docs/porting.md from the porting mapping table."""
     install_dev(session)
     session.run("python", "-m", "accel_abstraction.porting.docs", *session.posargs)
+    session.run("python", "-m", "accel_abstraction.redirect.docs", *session.posargs)

@@ -29,7 +29,7 @@ __all__ = [
     "SCHEMA",
     "SCHEMA_VERSION",
     "Reference",
-    "ReferenceError",
+    "ReferenceFileError",
     "decode_float",
     "encode_float",
     "file_sha256",
@@ -44,7 +44,7 @@ SCHEMA_VERSION = 2
 _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf, "nan": math.nan, "inf": math.inf, "-inf": -math.inf}  # fmt: skip
 
 
-class ReferenceError(ConfigError):
+class ReferenceFileError(ConfigError):
     """A ``--reference`` file that cannot be used (missing, not JSON, another schema, no such run)."""
 
 
@@ -110,8 +110,8 @@ class Reference:
         return f"{self.run.backend} on {device} ({versions}), recorded {when} in {self.path}"
 
 
-def _fail(path: Path, what: str) -> ReferenceError:
-    return ReferenceError(
+def _fail(path: Path, what: str) -> ReferenceFileError:
+    return ReferenceFileError(
         f"--reference {path}: {what}; record one with: accel parity SCRIPT --backends NAME --record {path}"
     )
 

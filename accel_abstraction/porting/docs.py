@@ -8,13 +8,10 @@ committed file in step.
 
 from __future__ import annotations
 
-import argparse
-import functools
-import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
+from .. import docgen
 from .mapping import TABLE
 from .rules import BUILTIN_RULES
 
@@ -54,37 +51,13 @@ def api_table() -> str:
 SECTIONS = {"rules": rules_table, "apis": api_table}
 
 
-def _fill(make: Callable[[], str], match: re.Match[str]) -> str:
-    return match.group(1) + make() + match.group(2)
-
-
 def render(text: str) -> str:
     """``text`` with every generated section replaced by its current content."""
-    for name, make in SECTIONS.items():
-        pattern = re.compile(
-            rf"(<!-- generated:{name} -->\n).*?(<!-- end generated:{name} -->)", re.DOTALL
-        )
-        if not pattern.search(text):
-            raise ValueError(f"docs: markers <!-- generated:{name} --> ... <!-- end generated:{name} --> not found")
-        text = pattern.sub(functools.partial(_fill, make), text)
-    return text
+    return docgen.render(text, SECTIONS)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m accel_abstraction.porting.docs", description=__doc__)
-    parser.add_argument("path", nargs="?", type=Path, default=DOC)
-    parser.add_argument("--check", action="store_true", help="exit 1 when the file is stale; write nothing")
-    args = parser.parse_args(argv)
-    old = args.path.read_text(encoding="utf-8")
-    new = render(old)
-    if new == old:
-        return 0
-    if args.check:
-        print(f"{args.path} is stale: run python -m accel_abstraction.porting.docs", file=sys.stderr)
-        return 1
-    args.path.write_text(new, encoding="utf-8")
-    print(f"updated {args.path}", file=sys.stderr)
-    return 0
+    return docgen.main("python -m accel_abstraction.porting.docs", DOC, SECTIONS, argv)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
@@ -27,85 +27,146 @@ from .serve import NO_NEUTRAL, Server
 from .spec import Redirect
 from .timing import host_event_class
 
-__all__ = ["cuda_module_redirects"]
+if TYPE_CHECKING:
+    from ..interface import Backend
+
+__all__ = ["ROWS", "CudaRow", "Serve", "cuda_module_redirects"]
 
 #: torch.cuda functions left alone even when unsupported (harmless, true answers on any build).
 _LEFT_ALONE = frozenset({"is_initialized"})
 
 
-def _table(s: Server) -> dict[str, tuple[Callable[..., Any], str, Any]]:
-    """name -> (impl, category, neutral value under allow_missing); hints come from the porting mapping table."""
-    b = s.backend
-    idx = s.translator.index
-    no = NO_NEUTRAL
+Index = Callable[[Any], Any]
+"""The server's device translator: a CUDA device argument -> the backend's index."""
+
+
+class Serve(NamedTuple):
+    """How a row is served: ``build(backend, index)`` makes the replacement's implementation
+    for the selected backend; ``text`` says it in the docs (``backend.memory_allocated(device)``)."""
+
+    build: Callable[[Backend, Index], Callable[..., Any]]
+    text: str
+
+
+def _no_args(method: str) -> Serve:
+    def build(b: Backend, idx: Index) -> Callable[..., Any]:
+        fn = getattr(b, method)
+        return lambda: fn()
+
+    return Serve(build, f"backend.{method}()")
+
+
+def _per_device(method: str, default: Any = None) -> Serve:
+    """``f(device=None)`` served as ``backend.method(index)``."""
+
+    def build(b: Backend, idx: Index) -> Callable[..., Any]:
+        fn = getattr(b, method)
+        return lambda device=default: fn(idx(device))
+
+    return Serve(build, f"backend.{method}(device)")
+
+
+def _passed_on(method: str) -> Serve:
+    """``f(value)`` served as ``backend.method(value)`` (a seed, a stream, a list of states)."""
+
+    def build(b: Backend, idx: Index) -> Callable[..., Any]:
+        fn = getattr(b, method)
+        return lambda value: fn(value)
+
+    return Serve(build, f"backend.{method}(value)")
+
+
+def _available(b: Backend, idx: Index) -> Callable[..., Any]:
     available = b.is_available()  # fixed while the backend is selected; availability() is not free
-    return {
-        # identity
-        "is_available": (lambda: available, "device", no),
-        "device_count": (lambda: b.device_count(), "device", no),
-        "current_device": (lambda: b.current_device(), "device", no),
-        "set_device": (lambda device: b.set_device(idx(device)), "device", no),
-        "get_device_name": (lambda device=None: b.device_name(idx(device)), "device", no),
-        # execution
-        "synchronize": (lambda device=None: b.synchronize(idx(device)), "execution", no),
-        "current_stream": (lambda device=None: b.current_stream(idx(device)), "execution", no),
-        "stream": (lambda stream: b.stream(stream), "execution", no),
-        # memory
-        "memory_allocated": (lambda device=None: b.memory_allocated(idx(device)), "memory", 0),
-        "max_memory_allocated": (
-            lambda device=None: b.max_memory_allocated(idx(device)), "memory", 0,
-        ),
-        "memory_reserved": (lambda device=None: b.memory_reserved(idx(device)), "memory", 0),
-        "max_memory_reserved": (
-            lambda device=None: b.max_memory_reserved(idx(device)), "memory", 0,
-        ),
-        "memory_cached": (lambda device=None: b.memory_reserved(idx(device)), "memory", 0),
-        "max_memory_cached": (
-            lambda device=None: b.max_memory_reserved(idx(device)), "memory", 0,
-        ),
-        "reset_peak_memory_stats": (
-            lambda device=None: b.reset_peak_memory_stats(idx(device)), "memory", None,
-        ),
-        "reset_max_memory_allocated": (
-            lambda device=None: b.reset_peak_memory_stats(idx(device)), "memory", None,
-        ),
-        "empty_cache": (lambda: b.empty_cache(), "memory", None),  # a no-op without a cache (_NOOPS)
-        "memory_stats": (lambda device=None: b.memory_stats(idx(device)), "memory", dict),
-        "mem_get_info": (lambda device=None: b.mem_get_info(idx(device)), "memory", no),
-        # RNG
-        "manual_seed": (lambda seed: b.manual_seed(seed), "rng", no),
-        "manual_seed_all": (lambda seed: b.manual_seed_all(seed), "rng", no),
-        "seed": (lambda: b.seed(), "rng", no),
-        "seed_all": (lambda: b.seed(), "rng", no),
-        "initial_seed": (lambda: b.initial_seed(), "rng", no),
-        "get_rng_state": (lambda device=CUDA: b.get_rng_state(idx(device)), "rng", no),
-        "set_rng_state": (
-            lambda new_state, device=CUDA: b.set_rng_state(new_state, idx(device)), "rng", no,
-        ),
-        "get_rng_state_all": (lambda: b.get_rng_state_all(), "rng", no),
-        "set_rng_state_all": (lambda new_states: b.set_rng_state_all(new_states), "rng", no),
-        # AMP support queries
-        "is_bf16_supported": (lambda including_emulation=True: b.is_bf16_supported(), "amp", no),
-        # hardware description (see device_info)
-        "get_device_properties": (
-            lambda device=None: properties_of(b, idx(device)), "device", lambda: properties_of(b, None, total_memory=0),
-        ),
-        "get_device_capability": (lambda device=None: capability_of(b), "device", no),
-    }  # fmt: skip
+    return lambda: available
 
-#: Functions whose neutral value is the right answer when the backend lacks the feature.
-_NOOPS = frozenset({"empty_cache"})
 
-#: torch.cuda function -> the public API function that serves its call without arguments
-#: (bound to the backend's fastest callable: ``backend.hot_bindings()``).
-_FAST = {
-    "synchronize": "synchronize", "device_count": "device_count", "current_device": "current_device",
-    "memory_allocated": "memory_allocated", "max_memory_allocated": "max_memory_allocated",
-    "memory_reserved": "memory_reserved", "max_memory_reserved": "max_memory_reserved",
-    "memory_cached": "memory_reserved", "max_memory_cached": "max_memory_reserved",
-    "reset_peak_memory_stats": "reset_peak_memory_stats", "reset_max_memory_allocated": "reset_peak_memory_stats",
-    "memory_stats": "memory_stats", "initial_seed": "initial_seed", "get_rng_state": "get_rng_state",
-}  # fmt: skip
+def _set_device(b: Backend, idx: Index) -> Callable[..., Any]:
+    return lambda device: b.set_device(idx(device))
+
+
+def _set_rng_state(b: Backend, idx: Index) -> Callable[..., Any]:
+    return lambda new_state, device=CUDA: b.set_rng_state(new_state, idx(device))
+
+
+def _bf16(b: Backend, idx: Index) -> Callable[..., Any]:
+    return lambda including_emulation=True: b.is_bf16_supported()
+
+
+def _properties(b: Backend, idx: Index) -> Callable[..., Any]:
+    return lambda device=None: properties_of(b, idx(device))
+
+
+def _capability(b: Backend, idx: Index) -> Callable[..., Any]:
+    return lambda device=None: capability_of(b)
+
+
+class CudaRow(NamedTuple):
+    """One redirected ``torch.cuda`` function: adding one is adding a row to :data:`ROWS`."""
+
+    name: str
+    """``torch.cuda.<name>``."""
+    category: str
+    """Report category: device, execution, memory, rng, amp."""
+    serve: Serve
+    neutral: Any = NO_NEUTRAL
+    """Served under ``--allow-missing`` on a backend without the feature (a callable: called);
+    ``NO_NEUTRAL``: none, the call fails with a capability error."""
+    fast: str = ""
+    """The public API function that serves a call without arguments (its hot binding)."""
+    noop: bool = False
+    """The neutral value is the right answer without ``--allow-missing`` (emptying a cache the backend does not keep)."""
+    neutral_of: Callable[[Backend], Any] | None = None
+    """Instead of ``neutral``: the neutral value for the selected backend."""
+
+
+def _properties_without_memory(b: Backend) -> Callable[[], Any]:
+    return lambda: properties_of(b, None, total_memory=0)
+
+
+#: Every redirected ``torch.cuda`` function; hints come from the porting mapping table.
+ROWS: tuple[CudaRow, ...] = (
+    # identity
+    CudaRow("is_available", "device", Serve(_available, "backend.is_available() at selection")),
+    CudaRow("device_count", "device", _no_args("device_count"), fast="device_count"),
+    CudaRow("current_device", "device", _no_args("current_device"), fast="current_device"),
+    CudaRow("set_device", "device", Serve(_set_device, "backend.set_device(device)")),
+    CudaRow("get_device_name", "device", _per_device("device_name")),
+    # execution
+    CudaRow("synchronize", "execution", _per_device("synchronize"), fast="synchronize"),
+    CudaRow("current_stream", "execution", _per_device("current_stream")),
+    CudaRow("stream", "execution", _passed_on("stream")),
+    # memory
+    CudaRow("memory_allocated", "memory", _per_device("memory_allocated"), 0, fast="memory_allocated"),
+    CudaRow("max_memory_allocated", "memory", _per_device("max_memory_allocated"), 0, fast="max_memory_allocated"),
+    CudaRow("memory_reserved", "memory", _per_device("memory_reserved"), 0, fast="memory_reserved"),
+    CudaRow("max_memory_reserved", "memory", _per_device("max_memory_reserved"), 0, fast="max_memory_reserved"),
+    CudaRow("memory_cached", "memory", _per_device("memory_reserved"), 0, fast="memory_reserved"),
+    CudaRow("max_memory_cached", "memory", _per_device("max_memory_reserved"), 0, fast="max_memory_reserved"),
+    CudaRow("reset_peak_memory_stats", "memory", _per_device("reset_peak_memory_stats"), None, fast="reset_peak_memory_stats"),
+    CudaRow("reset_max_memory_allocated", "memory", _per_device("reset_peak_memory_stats"), None, fast="reset_peak_memory_stats"),
+    CudaRow("empty_cache", "memory", _no_args("empty_cache"), None, noop=True),
+    CudaRow("memory_stats", "memory", _per_device("memory_stats"), dict, fast="memory_stats"),
+    CudaRow("mem_get_info", "memory", _per_device("mem_get_info")),
+    # RNG
+    CudaRow("manual_seed", "rng", _passed_on("manual_seed")),
+    CudaRow("manual_seed_all", "rng", _passed_on("manual_seed_all")),
+    CudaRow("seed", "rng", _no_args("seed")),
+    CudaRow("seed_all", "rng", _no_args("seed")),
+    CudaRow("initial_seed", "rng", _no_args("initial_seed"), fast="initial_seed"),
+    CudaRow("get_rng_state", "rng", _per_device("get_rng_state", CUDA), fast="get_rng_state"),
+    CudaRow("set_rng_state", "rng", Serve(_set_rng_state, "backend.set_rng_state(new_state, device)")),
+    CudaRow("get_rng_state_all", "rng", _no_args("get_rng_state_all")),
+    CudaRow("set_rng_state_all", "rng", _passed_on("set_rng_state_all")),
+    # AMP support queries
+    CudaRow("is_bf16_supported", "amp", Serve(_bf16, "backend.is_bf16_supported()")),
+    # hardware description (see device_info)
+    CudaRow("get_device_properties", "device", Serve(_properties, "device_info.properties_of(backend, device)"), neutral_of=_properties_without_memory),
+    CudaRow("get_device_capability", "device", Serve(_capability, "device_info.capability_of(backend)")),
+)  # fmt: skip
+
+
+_SERVED = frozenset(row.name for row in ROWS)
 
 
 def _class_redirect(s: Server, name: str, feature: str) -> Redirect:
@@ -168,25 +229,26 @@ def _device_context(s: Server) -> Redirect:
 def cuda_module_redirects(s: Server) -> list[Redirect]:
     """Every redirect of ``torch.cuda.*`` for the backend ``s`` serves."""
     out = []
-    table = _table(s)
-    hot = dict(s.backend.hot_bindings())
-    for name, (impl, category, neutral) in table.items():
-        original = getattr(torch.cuda, name, None)
+    b = s.backend
+    hot = dict(b.hot_bindings())
+    for row in ROWS:
+        original = getattr(torch.cuda, row.name, None)
         if original is None:
             continue
-        api = f"torch.cuda.{name}"
+        api = f"torch.cuda.{row.name}"
         hint = port_hint(api)
-        public = _FAST.get(name)
-        fast = (hot.get(public) or getattr(s.backend, public)) if public else None
-        replacement = s.function(api, original, impl, category, hint, neutral, noop=name in _NOOPS, fast=fast)
-        out.append(Redirect(torch.cuda, name, replacement, category, api, hint, record=False))
+        fast = (hot.get(row.fast) or getattr(b, row.fast)) if row.fast else None
+        neutral = row.neutral_of(b) if row.neutral_of else row.neutral
+        impl = row.serve.build(b, s.translator.index)
+        replacement = s.function(api, original, impl, row.category, hint, neutral, noop=row.noop, fast=fast)
+        out.append(Redirect(torch.cuda, row.name, replacement, row.category, api, hint, record=False))
     out.append(_class_redirect(s, "Stream", "streams"))
     out.append(_class_redirect(s, "Event", "events"))
     out.append(_device_context(s))
     if s.backend.device_type != CUDA:
         for name in getattr(torch.cuda, "__all__", ()):
             fn = getattr(torch.cuda, name, None)
-            if name in table or name in _LEFT_ALONE or not inspect.isfunction(fn):
+            if name in _SERVED or name in _LEFT_ALONE or not inspect.isfunction(fn):
                 continue
             api = f"torch.cuda.{name}"
             hint = port_hint(api)
