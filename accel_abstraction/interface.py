@@ -44,9 +44,9 @@ if TYPE_CHECKING:
 __all__ = ["Backend", "DeviceLike"]
 
 DeviceLike = int | str | torch.device | None
+"""What a ``device`` argument accepts: an index, a string such as ``"cuda:1"``, a ``torch.device``, or ``None`` for the current device."""
 
 _autocast = torch.autocast  # one global lookup on the per-step path instead of two
-"""What a ``device`` argument accepts: an index, a string such as ``"cuda:1"``, a ``torch.device``, or ``None`` for the current device."""
 
 _AMP_DTYPES: Mapping[str, torch.dtype] = {
     "float16": torch.float16,

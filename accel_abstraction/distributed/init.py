@@ -21,6 +21,10 @@ with the same steps, asked of the selected backend object instead of named in th
 
 The launchers and the collectives are PyTorch's own (torchrun, c10d); nothing here
 launches processes or moves tensors.
+
+Why one module of ~410 lines: it is the life cycle of one process group (join, read back,
+leave), whose steps share the module's record of the group and its lock; the launcher's
+environment (:mod:`.env`) and SLURM (:mod:`.slurm`) are already apart.
 """
 
 from __future__ import annotations
