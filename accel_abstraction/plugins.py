@@ -31,7 +31,7 @@ from . import hookspecs
 from .errors import ConfigError, PluginError, did_you_mean
 from .registry import BackendRegistry, BackendSpec
 
-__all__ = ["HookCall", "PluginHost", "PluginRecord", "get_host", "get_plugin_manager", "register_plugin", "reset"]
+__all__ = ["HookCall", "PluginHost", "PluginRecord", "get_host", "register_plugin", "reset"]
 
 ENTRY_POINT_GROUP = "accel_abstraction"
 _TRUE = {"1", "true", "yes", "on"}
@@ -279,11 +279,6 @@ def get_host() -> PluginHost:
                 host.load(list(_extra))
                 _host = host
     return _host
-
-
-def get_plugin_manager() -> pluggy.PluginManager:
-    """The process-wide pluggy manager (for calling extension hooks such as ``accel_scan_rules``)."""
-    return get_host().pm
 
 
 def register_plugin(obj: Any, name: str) -> None:
