@@ -66,31 +66,33 @@ def test_negative_device_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         AccelSettings.load()
 
 
-def test_invalid_toml_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    project(tmp_path, "[tool.accel]\nbackend = cpu\n")
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param("[tool.accel]\nbackend = cpu\n", r"pyproject.toml: invalid TOML .*line 2", id="invalid TOML"),
+        pytest.param(
+            '[project]\nname = "x"\n\n[tool]\naccel = "cpu"\n',
+            r"pyproject.toml:5: \[tool.accel\] must be a table, not str",
+            id="tool.accel not a table",
+        ),
+        pytest.param(
+            '[tool.accel]\nbakend = "cpu"\n\n[tool.accel.neuron]\nemulate = true\n',
+            r"pyproject.toml:2: unknown key 'bakend'.*Did you mean 'backend'",
+            id="unknown key",
+        ),
+        pytest.param(
+            '[tool.accel]\nbackend = "cpu"\ndevice_index = "first"\n',
+            r"pyproject.toml:3 \[tool.accel\] device_index: invalid value 'first'",
+            id="wrong type",
+        ),
+    ],
+)
+def test_a_bad_file_is_one_error_naming_file_and_line(
+    content: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project(tmp_path, content)
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ConfigError, match=r"pyproject.toml: invalid TOML .*line 2"):
-        AccelSettings.load()
-
-
-def test_tool_accel_must_be_a_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    project(tmp_path, '[project]\nname = "x"\n\n[tool]\naccel = "cpu"\n')
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(ConfigError, match=r"pyproject.toml:5: \[tool.accel\] must be a table, not str"):
-        AccelSettings.load()
-
-
-def test_unknown_key_suggests_the_nearest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    project(tmp_path, '[tool.accel]\nbakend = "cpu"\n\n[tool.accel.neuron]\nemulate = true\n')
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(ConfigError, match=r"pyproject.toml:2: unknown key 'bakend'.*Did you mean 'backend'"):
-        AccelSettings.load()
-
-
-def test_wrong_type_in_file_names_file_and_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    project(tmp_path, '[tool.accel]\nbackend = "cpu"\ndevice_index = "first"\n')
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(ConfigError, match=r"pyproject.toml:3 \[tool.accel\] device_index: invalid value 'first'"):
+    with pytest.raises(ConfigError, match=message):
         AccelSettings.load()
 
 
