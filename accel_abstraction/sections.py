@@ -33,7 +33,7 @@ from .pyproject import (
     read_section_table,
 )
 
-__all__ = ["CORE", "CoreSettings", "Defaults", "NotPlain", "PlainCheck", "SectionSpec"]
+__all__ = ["CORE", "DIST", "CoreSettings", "Defaults", "NotPlain", "PlainCheck", "SectionSpec"]
 
 
 class NotPlain(Exception):
@@ -181,6 +181,16 @@ CORE = SectionSpec(
     defaults={"backend": "auto", "device_index": None, "amp_dtype": "auto", "fallback": None},
     model="accel_abstraction.settings:AccelSettings",
     plain={"backend": plain_name, "device_index": plain_index, "amp_dtype": plain_amp_dtype, "fallback": plain_name},
+)
+
+
+#: ``[tool.accel.distributed]`` / ``ACCEL_DIST_*``, validated by ``DistSettings`` (read by
+#: ``accel.init_distributed()``, whose cost is the process group's, so no plain checks).
+DIST = SectionSpec(
+    section="distributed",
+    env_prefix="ACCEL_DIST_",
+    defaults={"backend": None, "init_method": None, "timeout": 600.0},
+    model="accel_abstraction.settings:DistSettings",
 )
 
 

@@ -41,7 +41,7 @@ from .pyproject import (
     read_section_table,
     toml_key_line,
 )
-from .sections import AMP_ALIASES, CORE
+from .sections import AMP_ALIASES, CORE, DIST
 
 __all__ = ["AccelSettings", "ConfigSection", "DistSettings", "Provenance", "find_pyproject", "toml_key_line"]
 
@@ -204,9 +204,9 @@ class AccelSettings(ConfigSection):
 class DistSettings(ConfigSection):
     """Distributed overrides: ``[tool.accel.distributed]`` / ``ACCEL_DIST_*``."""
 
-    model_config = section_config("ACCEL_DIST_")
-    section: ClassVar[str] = "distributed"
+    model_config = section_config(DIST.env_prefix)
+    section: ClassVar[str] = DIST.section
 
-    backend: str | None = Field(None, description="Collective library; default: the selected backend's.")
-    init_method: str | None = Field(None, description="torch.distributed init_method; default 'env://'.")
-    timeout: float = Field(600.0, gt=0, description="Seconds before a collective or rendezvous fails.")
+    backend: str | None = Field(DIST.defaults["backend"], description="Collective library; default: the selected backend's.")
+    init_method: str | None = Field(DIST.defaults["init_method"], description="torch.distributed init_method; default 'env://'.")
+    timeout: float = Field(DIST.defaults["timeout"], gt=0, description="Seconds before a collective or rendezvous fails.")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from accel_abstraction.errors import ConfigError
-from accel_abstraction.sections import CORE, Defaults
+from accel_abstraction.sections import CORE, DIST, Defaults
 
 from .conftest import run_python
 
@@ -19,9 +19,9 @@ def _neuron_spec():
     return NEURON
 
 
-@pytest.mark.parametrize("spec_name", ["core", "neuron"])
+@pytest.mark.parametrize("spec_name", ["core", "distributed", "neuron"])
 def test_the_models_fields_and_defaults_are_the_specs(spec_name: str, tmp_path: Path, monkeypatch) -> None:
-    spec = CORE if spec_name == "core" else _neuron_spec()
+    spec = {"core": CORE, "distributed": DIST}.get(spec_name) or _neuron_spec()
     module, _, name = spec.model.partition(":")
     model = getattr(__import__(module, fromlist=[name]), name)
     assert set(model.model_fields) == set(spec.defaults)
