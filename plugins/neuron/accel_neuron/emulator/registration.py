@@ -114,9 +114,10 @@ def register(count: int, source: str) -> None:
             continue
         aten.impl(short, fallback.kernel_for(op), "PrivateUse1")
 
-    from . import autocast_policy, compile, composite_overrides, limits
+    from . import autocast_policy, compile, composite_overrides, flex_attention, limits
 
     composite_overrides.register(aten)
     _libs.extend(autocast_policy.register())
     limits.patch()
     compile.patch()
+    flex_attention.patch()
