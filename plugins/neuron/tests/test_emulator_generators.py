@@ -82,6 +82,20 @@ def test_generator_states_are_the_cpus_and_clones_are_independent():
 
 
 @needs_core
+def test_device_generators_survive_deepcopy_and_pickle():
+    import copy
+    import pickle
+
+    g = torch.Generator(device="neuron:1").manual_seed(9)
+    torch.rand(2, generator=g, device="neuron:1")  # not at the start of its stream
+    for twin in (copy.deepcopy(g), pickle.loads(pickle.dumps(g))):
+        assert twin.device == torch.device("neuron", 1) and twin.initial_seed() == 9
+        assert torch.equal(twin.get_state(), g.get_state())
+    with pytest.raises(RuntimeError, match="have no offset"):
+        g.set_offset(4)
+
+
+@needs_core
 def test_a_cpu_generator_on_a_neuron_op_is_cudas_error():
     with pytest.raises(RuntimeError, match="Expected a 'neuron' device type for generator but found 'cpu'"):
         torch.randn(3, device="neuron", generator=torch.Generator())

@@ -96,11 +96,13 @@ class NeuronGenerator final : public c10::GeneratorImpl {
     set_current_seed(value);
     return value;
   }
+  // A Mersenne Twister stream has no offset (CUDA's Philox streams do). Pickling and deepcopy
+  // save and restore one for non-CPU generators: 0, then the state carries everything.
   void set_offset(uint64_t offset) override {
-    cpu_.set_offset(offset);
+    TORCH_CHECK(offset == 0, "neuron generators (CPU Mersenne Twister streams) have no offset; got ", offset);
   }
   uint64_t get_offset() const override {
-    return cpu_.get_offset();
+    return 0;
   }
   void set_state(const c10::TensorImpl& state) override {
     std::lock_guard<std::mutex> lock(cpu_.mutex());
