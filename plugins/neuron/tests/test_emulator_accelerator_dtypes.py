@@ -87,10 +87,53 @@ def test_an_uncovered_dtype_still_raises_the_cpus_error():
         torch.nansum(torch.ones(3, dtype=torch.complex64, device="neuron"))
 
 
+def _finding() -> set[tuple[str, str]]:
+    return {(e["op"], d) for e in json.loads(FOUND.read_text())["ops"] for d in e["cpu_rejects"]}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_pooling_upsampling_and_margin_losses_accumulate_in_float32(dtype):
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 3, 4, 8, 8, generator=g)
+    target = torch.randint(0, 12, (16,), generator=g)
+    labels = torch.randint(-1, 12, (16, 12), generator=g)
+    cases = {
+        "avg_pool3d": lambda t: F.avg_pool3d(t, 2),
+        "upsample_aa": lambda t: F.interpolate(t[:, :, 0], scale_factor=0.5, mode="bilinear", antialias=True),
+        "multi_margin_loss": lambda t: F.multi_margin_loss(t.reshape(-1, 12)[:16], target.to(t.device)),
+        "multilabel_margin_loss": lambda t: F.multilabel_margin_loss(
+            t.reshape(-1, 12)[:16], labels.to(t.device)
+        ),
+    }
+    for name, fn in cases.items():
+        with pytest.raises(NotImplementedError):
+            fn(x.to(dtype))  # the CPU's kernels refuse 16-bit inputs
+        xd = x.to(dtype).to("neuron").requires_grad_()
+        got = fn(xd)
+        got.sum().backward()
+        xc = x.to(dtype).float().requires_grad_()
+        want = fn(xc)
+        want.sum().backward()
+        assert got.dtype == dtype and xd.grad.dtype == dtype, name
+        assert torch.equal(got.detach().cpu(), want.detach().to(dtype)), name
+        assert torch.equal(xd.grad.cpu(), xc.grad.to(dtype)), name
+
+
+def test_trace_of_a_bool_matrix_is_an_int64_count():
+    m = torch.tensor([[True, False], [True, True]])
+    got = torch.trace(m.to("neuron"))
+    assert got.dtype == torch.int64 and got.item() == 2
+
+
 def test_the_covered_cases_are_in_the_committed_opinfo_finding():
-    found = {(e["op"], d) for e in json.loads(FOUND.read_text())["ops"] for d in e["cpu_rejects"]}
+    found = _finding()
     for dtype in ("int8", "int16", "int32", "int64", "uint8"):
         assert ("histc", dtype) in found
-    assert ("abs", "bool") in found
-    for name in accelerator_dtypes.COMPLEX32_OPS - {"div", "pow", "lerp", "prod", "true_divide"}:
+    assert ("abs", "bool") in found and ("trace", "bool") in found
+    covered = {name for name, (narrow, _) in accelerator_dtypes.WIDENED.items() if torch.complex32 in narrow}
+    for name in covered - {"div", "pow", "lerp", "prod", "true_divide"}:
         assert (name, "complex32") in found, name
+    for op in ("nn.functional.avg_pool3d", "nn.functional.multi_margin_loss", "_upsample_bilinear2d_aa"):
+        assert {(op, "float16"), (op, "bfloat16")} <= found, op
