@@ -49,7 +49,7 @@ def _build_directory() -> Path:
 
 
 def _build() -> str:
-    """Compile (or reuse) the guard library and return its path."""
+    """Compile (or reuse) the C++ core and return its path."""
     from torch.utils import cpp_extension
 
     directory = _build_directory()
@@ -74,15 +74,12 @@ def load() -> bool:
         lib = ctypes.CDLL(path)
         lib.accel_neuron_emulator_register_guard.argtypes = [ctypes.c_int]
         lib.accel_neuron_emulator_set_current_device.argtypes = [ctypes.c_int]
-        pylib = ctypes.PyDLL(
-            path
-        )  # the same library; these entry points hold the GIL and raise Python errors
+        # The same library again: these entry points hold the GIL and raise Python errors.
+        pylib = ctypes.PyDLL(path)
         for name in ("set_default_generators", "cpu_generator"):
             fn = getattr(pylib, f"accel_neuron_emulator_{name}")
             fn.argtypes = [ctypes.py_object]
             fn.restype = ctypes.py_object
-        pylib.accel_neuron_emulator_default_generator.argtypes = [ctypes.c_int]
-        pylib.accel_neuron_emulator_default_generator.restype = ctypes.py_object
     except Exception as exc:  # any build or load failure: run without it, and say why when it matters
         _failure = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
         log.warning(

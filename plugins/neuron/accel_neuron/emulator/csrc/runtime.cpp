@@ -283,14 +283,4 @@ PyObject* accel_neuron_emulator_cpu_generator(PyObject* generator) {
   }
 }
 
-// The default generator of device `index` as a torch.Generator (-1: the current device).
-PyObject* accel_neuron_emulator_default_generator(int index) {
-  try {
-    return THPGenerator_Wrap(
-        at::detail::getPrivateUse1Hooks().getDefaultGenerator(static_cast<c10::DeviceIndex>(index)));
-  } catch (const std::exception& e) {
-    return fail(e);
-  }
-}
-
 }  // extern "C"
