@@ -74,8 +74,9 @@ def test_0004_save_on_cpu_asks_the_current_accelerator_about_pinning(scenarios) 
     assert stock["consulted"] == ["cuda"]
     assert "gradient_sum" in stock["outcome"]
     assert patched["consulted"] == ["neuron"]
-    # The emulator has no pinned host allocator (a limit of a pure-Python PrivateUse1 backend), so
-    # the pinned path now reaches torch's own error for that instead of silently not pinning.
+    # With the emulator's C++ core the pinned path pins (its pinned-memory allocator) and gives the
+    # stock gradients; without the core (no compiler) it reaches torch's own error instead of
+    # silently not pinning.
     outcome = patched["outcome"]
     if "error" in outcome:
         assert outcome["error"] == "NotImplementedError"
