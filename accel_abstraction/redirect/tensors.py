@@ -240,9 +240,10 @@ def _generator(s: Server) -> Redirect:
 
     def __new__(cls: type, device: Any = "cpu") -> Any:  # noqa: N807
         new = translate(device)
+        made = real(new)  # counted as redirected only once the backend's generator exists
         if new is not device:
             rec.hit(api)
-        return real(new)
+        return made
 
     ns = {"__new__": __new__, "__doc__": real.__doc__, "__module__": "torch", "__qualname__": "Generator", "real": real}
     cls = _GeneratorMeta("Generator", (), ns)

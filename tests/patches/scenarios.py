@@ -58,6 +58,20 @@ def _tensor(device: str, *shape: int, requires_grad: bool = False) -> torch.Tens
     return torch.randn(*shape).to(device).requires_grad_(requires_grad)
 
 
+def _torchs_own(installed: types.ModuleType) -> types.ModuleType:
+    """A fresh copy of torch module `installed` from its file: torch's own code (stock or patched),
+    whatever a backend changed in the imported module at run time."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        f"_torchs_{installed.__name__.replace('.', '_')}", installed.__file__
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 # ----------------------------------------------------------------------------- 0001, 0003
 
 
@@ -410,18 +424,13 @@ def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
 @scenario
 def linear_cross_entropy_accumulation(device: str) -> dict[str, Any]:
     """Accumulation dtype `auto` resolves to for 16-bit inputs; a bf16 head vs the CPU's fp32-acc result."""
-    import importlib.util
-
     import torch.nn.functional as F
     from torch.nn.modules import linear_cross_entropy_options as installed
 
-    # torch's own code (stock or patched), whatever a backend changed at run time: the emulator
-    # gives neuron the CPU's entries (a workaround real backends do not have). F.linear_cross_entropy
-    # only calls options._adjust(), so options from this copy decide exactly as torch's code does.
-    spec = importlib.util.spec_from_file_location("_torchs_lce_options", installed.__file__)
-    assert spec is not None and spec.loader is not None
-    torchs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(torchs)
+    # The emulator gives neuron the CPU's entries (a workaround real backends do not have).
+    # F.linear_cross_entropy only calls options._adjust(), so options from torch's own copy
+    # decide exactly as torch's code does.
+    torchs = _torchs_own(installed)
     LinearCrossEntropyOptions = torchs.LinearCrossEntropyOptions
 
     options = LinearCrossEntropyOptions()
@@ -454,6 +463,51 @@ def linear_cross_entropy_accumulation(device: str) -> dict[str, Any]:
         ),
         "loss": float(on_device[0]),
     }
+
+
+# ----------------------------------------------------------------------------- 0015
+
+
+@scenario
+def flex_attention_device(device: str) -> dict[str, Any]:
+    """Does flex attention accept the device's tensors, and compute what the CPU computes?"""
+    from torch.nn.attention import flex_attention as installed
+
+    # The emulator lets neuron through the device check on a stock torch (a workaround real
+    # backends lack): observe torch's own copy.
+    torchs = _torchs_own(installed)
+
+    def causal(b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
+        return q_idx >= kv_idx
+
+    def relative_bias(score: Any, b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
+        return score + (q_idx - kv_idx) * 0.01
+
+    q, k, v = (torch.randn(1, 2, 128, 16) for _ in range(3))
+    cpu_mask = torchs.create_block_mask(causal, 1, 1, 128, 128, device="cpu")
+    reference = torchs.flex_attention(q, k, v, block_mask=cpu_mask, score_mod=relative_bias)
+    out: dict[str, Any] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "flex_attention called without torch.compile()"
+        try:
+            mask = torchs.create_block_mask(causal, 1, 1, 128, 128, device=device)
+            qd, kd, vd = (t.to(device).requires_grad_(device != "cpu") for t in (q, k, v))
+            got = torchs.flex_attention(qd, kd, vd, block_mask=mask, score_mod=relative_bias)
+        except (ValueError, RuntimeError, NotImplementedError) as exc:
+            return {"outcome": _error(exc)}
+    out["same_as_cpu"] = torch.equal(got.detach().cpu(), reference)
+    if device != "cpu":  # backward against the math it stands for (the CPU's flex has no backward)
+        got.sum().backward()
+        qc, kc, vc = (t.clone().requires_grad_() for t in (q, k, v))
+        pos = torch.arange(128)
+        scores = qc @ kc.transpose(-2, -1) * 16**-0.5 + (pos[:, None] - pos[None, :]) * 0.01
+        scores = scores.masked_fill(pos[:, None] < pos[None, :], float("-inf"))
+        (torch.softmax(scores, -1) @ vc).sum().backward()
+        out["gradients_match_math"] = all(
+            torch.allclose(a.grad.cpu(), b.grad, atol=1e-5)
+            for a, b in zip((qd, kd, vd), (qc, kc, vc), strict=True)
+        )
+    return {"outcome": out}
 
 
 # ----------------------------------------------------------------------------- main

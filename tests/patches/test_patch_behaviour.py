@@ -26,6 +26,7 @@ PATCH_SCENARIOS = {
     "0010": "profiler_memory_timeline",
     "0011": "module_to_keeps_tied_and_lazy",
     "0012": "linear_cross_entropy_accumulation",
+    "0015": "flex_attention_device",
 }
 
 CUDA_DISABLED_WARNING = "torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling."
@@ -73,8 +74,9 @@ def test_0004_save_on_cpu_asks_the_current_accelerator_about_pinning(scenarios) 
     assert stock["consulted"] == ["cuda"]
     assert "gradient_sum" in stock["outcome"]
     assert patched["consulted"] == ["neuron"]
-    # The emulator has no pinned host allocator (a limit of a pure-Python PrivateUse1 backend), so
-    # the pinned path now reaches torch's own error for that instead of silently not pinning.
+    # With the emulator's C++ core the pinned path pins (its pinned-memory allocator) and gives the
+    # stock gradients; without the core (no compiler) it reaches torch's own error instead of
+    # silently not pinning.
     outcome = patched["outcome"]
     if "error" in outcome:
         assert outcome["error"] == "NotImplementedError"
@@ -160,6 +162,14 @@ def test_0012_linear_cross_entropy_accumulates_in_float32_on_the_accelerator(sce
     assert patched["resolved"] == {"torch.bfloat16": "torch.float32", "torch.float16": "torch.float32"}
     # the bf16 head's loss and both gradients are bit for bit the CPU's with fp32 accumulation
     assert patched["same_as_cpu_fp32_accumulation"] is True
+
+
+def test_0015_flex_attention_accepts_the_accelerator(scenarios) -> None:
+    stock, patched = scenarios.observe("neuron", "flex_attention_device")
+    assert stock["outcome"]["error"] == "ValueError"
+    assert "only supported on CUDA, CPU, HPU, or MPS devices" in stock["outcome"]["message"]
+    # eager on the device: the CPU's output bit for bit, and a backward that matches the math
+    assert patched["outcome"] == {"same_as_cpu": True, "gradients_match_math": True}
 
 
 @pytest.mark.parametrize("name", scenario_names())

@@ -288,17 +288,17 @@ def test_reinstall_with_another_count_is_refused():
         emulator.install(3, source="a test")
 
 
-def test_count_from_the_environment_and_a_clear_error_without_the_cpp_guard(run_python, monkeypatch):
+def test_count_from_the_environment_and_a_clear_error_without_the_cpp_core(run_python, monkeypatch):
     monkeypatch.setenv("ACCEL_NEURON_EMULATE_DEVICES", "3")
     proc = run_python(
         """
         import json, torch
-        from accel_neuron.emulator import guard
+        from accel_neuron.emulator import native
 
         def no_compiler():
             raise OSError("no C++ compiler found")
 
-        guard._build = no_compiler
+        native._build = no_compiler
         from accel_neuron import emulator
         emulator.install()
         out = {"count": torch.neuron.device_count(), "on_2": str(torch.ones(1, device="neuron:2").device)}
@@ -316,7 +316,7 @@ def test_count_from_the_environment_and_a_clear_error_without_the_cpp_guard(run_
     assert out["current"] == [0, "neuron:0"]
     assert "cannot make neuron:1 the current device" in out["error"]
     assert "OSError: no C++ compiler found" in out["error"] and "neuron:1" in out["error"]
-    assert "C++ device guard could not be built" in proc.stderr
+    assert "its C++ core could not be built" in proc.stderr
 
 
 def test_two_ranks_use_neuron_0_and_neuron_1(tmp_path):

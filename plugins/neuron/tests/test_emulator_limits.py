@@ -54,18 +54,3 @@ def test_device_beyond_the_emulated_count_is_a_clear_error():
             EmulatorError, match=f"neuron:{n} does not exist: the neuron emulator has {n} dev"
         ):
             make()
-
-
-def test_generator_on_device_raises_a_clean_error():
-    with pytest.raises((NotImplementedError, RuntimeError), match="getNewGenerator|neuron"):
-        torch.Generator(device="neuron")
-
-
-def test_pin_memory_returns_an_unpinned_copy():
-    x = torch.arange(4.0)
-    p = x.pin_memory()
-    assert torch.equal(p, x) and p.data_ptr() != x.data_ptr() and not p.is_pinned()
-    loader = torch.utils.data.DataLoader(
-        torch.utils.data.TensorDataset(torch.arange(6.0)), batch_size=3, pin_memory=True
-    )
-    assert [b[0].tolist() for b in loader] == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]

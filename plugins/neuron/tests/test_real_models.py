@@ -7,7 +7,8 @@ buffer and every loss. Each model is built on the CPU from the same seed and mov
 ``.to(device)``; dropout is off (the device has its own random stream, as CUDA does).
 
 What each model exercises: GPT-2 tied embeddings; Llama RMSNorm, rotary embeddings, SDPA,
-grouped-query attention; BERT a masked-LM head tied to the embeddings; ResNet BatchNorm
+grouped-query attention; BERT a masked-LM head tied to the embeddings; Mixtral mixture-of-experts
+routing with grouped_mm experts (int32 ``torch.histc`` on the device, as on CUDA); ResNet BatchNorm
 running statistics; ViT patch embedding (conv) and attention; a lazy model parameters
 materialized on the device; the LSTM/GRU language models (word_language_model's shape,
 tied decoder) ATen's RNN path; a ``torch.compile``'d model (within 1e-5 of CPU eager); and
@@ -92,6 +93,13 @@ def hf(name: str) -> Callable[[], nn.Module]:
         ),
         "vit": lambda: t.ViTForImageClassification(
             t.ViTConfig(image_size=16, patch_size=4, num_channels=3, num_labels=4, **dense, **no_dropout)
+        ),
+        # grouped_mm experts: on any device but the CPU transformers routes with torch.histc on int32
+        "mixtral": lambda: t.MixtralForCausalLM(
+            t.MixtralConfig(
+                vocab_size=VOCAB, max_position_embeddings=32, num_key_value_heads=2, num_local_experts=4,
+                num_experts_per_tok=2, experts_implementation="grouped_mm", **dense,
+            )
         ),
         "resnet": lambda: t.ResNetForImageClassification(
             t.ResNetConfig(
@@ -201,6 +209,7 @@ MODELS: dict[str, tuple[Callable[[], nn.Module], Callable[[torch.Generator], Bat
     "gpt2": (hf("gpt2"), lm_batch),
     "llama": (hf("llama"), lm_batch),
     "bert-mlm": (hf("bert"), mlm_batch),
+    "mixtral-moe": (hf("mixtral"), lm_batch),
     "resnet": (hf("resnet"), image_batch),
     "vit": (hf("vit"), image_batch),
     "lazy": (LazyConvNet, image_batch),

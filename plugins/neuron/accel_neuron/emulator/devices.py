@@ -3,7 +3,7 @@
 The count is fixed when the emulator installs (``ACCEL_NEURON_EMULATE_DEVICES`` /
 ``[tool.accel.neuron] emulate_devices``, default 2) and never changes in the process.
 The current device is per thread, as CUDA's is: a new thread starts on ``neuron:0``.
-It lives in the emulator's C++ device guard (``guard.py``), where PyTorch's C++ code
+It lives in the emulator's C++ device guard (``native.py``), where PyTorch's C++ code
 reads it too; without that guard it is always 0.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from . import guard
+from . import native
 from .errors import EmulatorError
 
 _state: dict[str, object] = {"count": 0, "source": "default"}
@@ -39,7 +39,7 @@ def _set_current(index: int) -> None:
     if index != 0:
         raise EmulatorError(
             f"cannot make neuron:{index} the current device: that needs the neuron emulator's C++ device "
-            f"guard, which could not be built ({guard.failure()}). Install a C++ compiler and ninja "
+            f"guard, which could not be built ({native.failure()}). Install a C++ compiler and ninja "
             "(see 'Emulator limits' in plugins/neuron/README.md), or address the device explicitly "
             f"(torch.device('neuron', {index}), .to('neuron:{index}'))."
         )
@@ -56,8 +56,8 @@ def configure(count: int, source: str) -> None:
     _state["count"] = count
     _state["source"] = source
     DEVICES[:] = [torch.device("neuron", i) for i in range(count)]
-    if guard.register(count):
-        lib = guard.library()
+    if native.register(count):
+        lib = native.library()
         current = lib.accel_neuron_emulator_current_device
         _set_current = lib.accel_neuron_emulator_set_current_device
 

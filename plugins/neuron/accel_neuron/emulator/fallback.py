@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from . import devices, rng, storage
+from . import accelerator_dtypes, devices, rng, storage
 
 _Tensor = torch.Tensor
 _device_cls = torch.device
@@ -40,6 +40,7 @@ _fresh_view = storage.fresh_cpu_view
 _to_neuron = storage.to_neuron
 _CPU = torch.device("cpu")
 _generators = rng.generators
+_cpu_generator_of = rng.cpu_generator_of
 
 # Ops that legitimately mix CPU and neuron tensors.
 _COPY_OPS = frozenset(
@@ -277,11 +278,11 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
         pos = info.gen_pos
         gen = _generators[out_index]
         if isinstance(pos, str):
-            if ckwargs.get(pos) is None:
-                ckwargs[pos] = gen
+            given = ckwargs.get(pos)
+            ckwargs[pos] = gen if given is None else _cpu_generator_of(given)
         elif pos < len(cargs):
-            if cargs[pos] is None:
-                cargs[pos] = gen
+            given = cargs[pos]
+            cargs[pos] = gen if given is None else _cpu_generator_of(given)
         else:
             ckwargs[info.gen_name] = gen
 
@@ -291,7 +292,13 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
     elif info.has_out:
         out = _run_out(op, info, args, kwargs, cargs, ckwargs)
     else:
-        out = info.call(*cargs, **ckwargs)
+        try:
+            out = info.call(*cargs, **ckwargs)
+        except NotImplementedError:  # a dtype the CPU kernel rejects: computed as CUDA does, if covered
+            done = accelerator_dtypes.computed(op, args, kwargs)
+            if done is None:
+                raise
+            return done
 
     if info.resync:
         _resync(info, args, kwargs, cargs, ckwargs)

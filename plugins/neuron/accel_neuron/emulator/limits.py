@@ -12,8 +12,8 @@ or fail with internal asserts. This module patches the Python entry points:
   and re-allocates parameter storage that way);
 * ``torch.accelerator.synchronize``/``empty_cache``/``memory_*`` route to
   ``torch.neuron`` when they refer to the neuron device;
-* ``Tensor.pin_memory()`` returns an unpinned CPU copy (there is no pinned
-  memory; page-locking only speeds up real host-to-device copies).
+* without the C++ core (``native.py``), ``Tensor.pin_memory()`` returns an unpinned CPU
+  copy (with it, the core's pinned-memory allocator serves it and ``is_pinned()`` is true).
 
 Each patch is listed under "Emulator limits" in plugins/neuron/README.md.
 """
@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from . import device_module, devices, storage
+from . import device_module, devices, native, storage
 
 _patched = False
 
@@ -122,5 +122,6 @@ def patch() -> None:
         return
     _patch_storage()
     _patch_accelerator()
-    _patch_pin_memory()
+    if native.library() is None:
+        _patch_pin_memory()
     _patched = True

@@ -7,9 +7,8 @@ suite is the check that they still behave after a PyTorch upgrade.
 from __future__ import annotations
 
 import torch
-from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
-from . import device_module, devices, fallback, memory, rng
+from . import device_module, devices, fallback, memory, native, rng
 
 # Ops with a CompositeExplicitAutograd kernel that must keep decomposing on neuron:
 # their decomposition calls other neuron kernels that do the right thing.
@@ -39,6 +38,18 @@ class _Guard(torch._C._acc.DeviceGuard):
 
     def type_(self):
         return torch._C._autograd.DeviceType.PrivateUse1
+
+
+def _name_device(python_hooks: bool) -> None:
+    """What ``torch.utils.backend_registration._setup_privateuseone_for_python_backend`` does, except
+    that Python hooks are registered only when ``python_hooks``: PyTorch takes PrivateUse1 hooks once
+    per process, and the C++ core (``native.py``) registers its own when it is loaded."""
+    torch.utils.rename_privateuse1_backend("neuron")
+    torch.utils.generate_methods_for_privateuse1_backend()
+    torch._register_device_module("neuron", device_module)
+    if python_hooks:
+        torch._C._acc.register_python_privateuseone_hook(_Hooks())
+    torch._C._acc.register_python_privateuseone_device_guard(_Guard())
 
 
 def _composite_ops_without_kernel() -> list[str]:
@@ -77,11 +88,9 @@ def _overload(qualname: str):
 
 def register(count: int, source: str) -> None:
     """Rename PrivateUse1 to `neuron` and install the device module (`count` devices), hooks and kernels."""
-    _setup_privateuseone_for_python_backend(
-        "neuron", backend_module=device_module, hook=_Hooks(), device_guard=_Guard()
-    )
+    _name_device(python_hooks=not native.load())
     devices.configure(count, source)
-    rng.ensure(count)
+    rng.install(count)
     memory.ensure(count)
 
     lib = torch.library.Library("_", "IMPL")
@@ -105,9 +114,10 @@ def register(count: int, source: str) -> None:
             continue
         aten.impl(short, fallback.kernel_for(op), "PrivateUse1")
 
-    from . import autocast_policy, compile, composite_overrides, limits
+    from . import autocast_policy, compile, composite_overrides, flex_attention, limits
 
     composite_overrides.register(aten)
     _libs.extend(autocast_policy.register())
     limits.patch()
     compile.patch()
+    flex_attention.patch()

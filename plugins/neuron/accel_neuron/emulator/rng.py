@@ -13,6 +13,12 @@ on when the caller passed none; random kernels without one (``native_dropout``,
 ...) run with its state swapped into the CPU default generator (:func:`swapped_in`).
 Every function takes the device index; ``manual_seed_all``-style seeding is the
 device module's loop over them.
+
+With the C++ core (``native.py``), ``torch.Generator(device="neuron:i")`` makes a
+neuron generator that follows the same design (a CPU stream, seeds mixed alike), and
+the default generator PyTorch's C++ side sees for device ``i`` wraps ``generators[i]``.
+A kernel given a neuron generator runs with the CPU generator it wraps
+(:func:`cpu_generator_of`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import contextlib
 from collections.abc import Iterator
 
 import torch
+
+from . import native
 
 _MASK = (1 << 64) - 1
 _ADD = 0x9E3779B97F4A7C15
@@ -42,11 +50,46 @@ def _unmix(value: int) -> int:
 
 
 def ensure(count: int) -> None:
-    """Give devices ``0 .. count-1`` a generator each, seeded with the default seed."""
+    """Give devices ``0 .. count-1`` a generator each, seeded with the default seed.
+
+    With the C++ core loaded, they also become the streams of the devices' default generators.
+    """
     while len(generators) < count:
         g = torch.Generator(device="cpu")
         g.manual_seed(_mix(_DEFAULT_SEED))
         generators.append(g)
+    lib = native.python_library()
+    if lib is not None:
+        lib.accel_neuron_emulator_set_default_generators(generators)
+
+
+def install(count: int) -> None:
+    """At install: generators for devices ``0 .. count-1``, seeded as CUDA's would be by now.
+
+    ``torch.manual_seed(s)`` called before the emulated device exists cannot reach it (there is
+    no ``torch.neuron`` to seed yet); CUDA queues such a seed until it initializes. The
+    emulator applies the same seed when it installs: the CPU default generator's initial seed,
+    which is ``s`` after ``torch.manual_seed(s)`` and the default seed (the devices' default
+    too) when nothing seeded it.
+    """
+    ensure(count)
+    queued = torch.initial_seed()
+    for index in range(count):
+        manual_seed(queued, index)
+
+
+def cpu_generator_of(generator: torch.Generator) -> torch.Generator:
+    """The CPU generator a ``torch.Generator(device="neuron")`` draws from (what the CPU kernel gets).
+
+    A generator on another device raises the error a CUDA kernel raises for it.
+    """
+    device = generator.device
+    if device.type != "neuron":
+        raise RuntimeError(f"Expected a 'neuron' device type for generator but found '{device.type}'")
+    lib = native.python_library()
+    if lib is None:  # pragma: no cover - without the C++ core no neuron generator can exist
+        raise RuntimeError("neuron generators need the emulator's C++ core")
+    return lib.accel_neuron_emulator_cpu_generator(generator)
 
 
 def manual_seed(seed: int, index: int = 0) -> None:

@@ -92,6 +92,10 @@ int accel_neuron_emulator_register_guard(int count) {
   return 0;
 }
 
+int accel_neuron_emulator_device_count() {
+  return device_count;
+}
+
 int accel_neuron_emulator_current_device() {
   return current_index;
 }

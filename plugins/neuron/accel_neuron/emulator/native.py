@@ -1,0 +1,122 @@
+"""The emulator's C++ core (device guard and PrivateUse1 hooks): built once per machine, loaded with ctypes.
+
+PyTorch's C++ code asks the PrivateUse1 device guard for the current device
+(``Tensor.to("neuron")``, ``torch.tensor(..., device="neuron")``,
+``torch.accelerator``, device guards inside PyTorch). The guard that PyTorch's
+Python backend API registers always answers device 0, so without a C++ guard
+the current device cannot be anything else. ``csrc/device_guard.cpp`` replaces it.
+``csrc/runtime.cpp`` implements PyTorch's PrivateUse1 hooks interface, which Python
+cannot: device generators (``torch.Generator(device="neuron")``), pinned host memory
+(``Tensor.pin_memory()``/``is_pinned()``), device count and current device for
+``torch.accelerator``. Both are compiled into one library with
+``torch.utils.cpp_extension`` into ``$TORCH_EXTENSIONS_DIR`` (default
+``~/.cache/torch_extensions``) the first time the emulator installs, and reused after.
+
+When it cannot be built (no C++ compiler, no ninja), the emulator still runs, with one
+warning: every device is reachable by explicit index (``neuron:1``), selecting a current
+device other than 0 and creating a ``torch.Generator(device="neuron")`` raise an error
+that says why, and ``pin_memory()`` returns an unpinned copy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+log = logging.getLogger("accel_neuron.emulator")
+
+_NAME = "accel_neuron_emulator_guard"
+_SOURCES = [Path(__file__).with_name("csrc") / name for name in ("device_guard.cpp", "runtime.cpp")]
+
+_lib: ctypes.CDLL | None = None
+_pylib: ctypes.PyDLL | None = None
+_failure: str | None = None
+
+
+def _build_directory() -> Path:
+    root = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "torch_extensions"
+    )
+    tag = f"torch{torch.__version__}-py{sys.version_info[0]}{sys.version_info[1]}".replace("+", "_")
+    path = Path(root) / f"{_NAME}-{tag}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _build() -> str:
+    """Compile (or reuse) the C++ core and return its path."""
+    from torch.utils import cpp_extension
+
+    directory = _build_directory()
+    cpp_extension.load(
+        name=_NAME,
+        sources=[str(s) for s in _SOURCES],
+        build_directory=str(directory),
+        extra_cflags=["-O2"],
+        is_python_module=False,
+        verbose=False,
+    )
+    return str(directory / f"{_NAME}.so")
+
+
+def load() -> bool:
+    """Build (or reuse) and load the C++ core once; False (reason kept, one warning) when it cannot."""
+    global _lib, _pylib, _failure
+    if _lib is not None or _failure is not None:
+        return _lib is not None
+    try:
+        path = _build()
+        lib = ctypes.CDLL(path)
+        lib.accel_neuron_emulator_register_guard.argtypes = [ctypes.c_int]
+        lib.accel_neuron_emulator_set_current_device.argtypes = [ctypes.c_int]
+        # The same library again: these entry points hold the GIL and raise Python errors.
+        pylib = ctypes.PyDLL(path)
+        for name in ("set_default_generators", "cpu_generator"):
+            fn = getattr(pylib, f"accel_neuron_emulator_{name}")
+            fn.argtypes = [ctypes.py_object]
+            fn.restype = ctypes.py_object
+    except Exception as exc:  # any build or load failure: run without it, and say why when it matters
+        _failure = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
+        log.warning(
+            "neuron emulator: its C++ core could not be built (%s); running without it: neuron:0 stays the "
+            "current device (neuron:1.. work by explicit index), torch.Generator(device='neuron') is "
+            "unavailable and pin_memory() returns an unpinned copy",
+            _failure,
+        )
+        return False
+    _lib, _pylib = lib, pylib
+    return True
+
+
+def register(count: int) -> bool:
+    """Register the C++ core's device guard (`count` devices) and PrivateUse1 hooks; False without the core.
+
+    PyTorch accepts PrivateUse1 hooks once per process: with the core loaded, the Python
+    backend registration must not register Python hooks (``registration.py``).
+    """
+    if not load():
+        return False
+    assert _lib is not None
+    _lib.accel_neuron_emulator_register_guard(count)
+    _lib.accel_neuron_emulator_register_hooks()
+    return True
+
+
+def library() -> ctypes.CDLL | None:
+    """The loaded C++ core, or None when it could not be built."""
+    return _lib
+
+
+def python_library() -> ctypes.PyDLL | None:
+    """The C++ core's entry points that take or return Python objects, or None when it could not be built."""
+    return _pylib
+
+
+def failure() -> str | None:
+    """Why the C++ core could not be built (None when it was, or was not tried)."""
+    return _failure
