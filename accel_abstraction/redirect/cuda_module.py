@@ -50,6 +50,8 @@ def _table(s: Server) -> dict[str, tuple[Callable[..., Any], str, Any]]:
         "synchronize": (lambda device=None: b.synchronize(idx(device)), "execution", no),
         "current_stream": (lambda device=None: b.current_stream(idx(device)), "execution", no),
         "stream": (lambda stream: b.stream(stream), "execution", no),
+        # no CUDA graph is ever being captured on the backend (transformers asks on every step)
+        "is_current_stream_capturing": (lambda: False, "execution", no),
         # memory
         "memory_allocated": (lambda device=None: b.memory_allocated(idx(device)), "memory", 0),
         "max_memory_allocated": (
@@ -180,6 +182,9 @@ def cuda_module_redirects(s: Server) -> list[Redirect]:
         fast = (hot.get(public) or getattr(s.backend, public)) if public else None
         replacement = s.function(api, original, impl, category, hint, neutral, noop=name in _NOOPS, fast=fast)
         out.append(Redirect(torch.cuda, name, replacement, category, api, hint, record=False))
+        if category == "rng" and getattr(torch.cuda.random, name, None) is original:
+            # the same function reached as torch.cuda.random.<name> (transformers' Trainer does)
+            out.append(Redirect(torch.cuda.random, name, replacement, category, api, hint, record=False))
     out.append(_class_redirect(s, "Stream", "streams"))
     out.append(_class_redirect(s, "Event", "events"))
     out.append(_device_context(s))

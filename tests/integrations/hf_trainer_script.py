@@ -1,6 +1,6 @@
 """A plain Hugging Face Trainer script: no accel code. The tests run it with only the environment set.
 
-Usage: python hf_trainer_script.py OUT_DIR [--bf16] [--steps N]. Prints one JSON line: the
+Usage: python hf_trainer_script.py OUT_DIR [--bf16] [--steps N] [--batch N]. Prints one JSON line: the
 device the model trained on, n_gpu, the logged losses (float hex, exact), and the losses of a
 second run resumed from the half-way checkpoint (model, optimizer, scheduler loaded back).
 """
@@ -34,6 +34,7 @@ def main() -> None:
     parser.add_argument("out")
     parser.add_argument("--bf16", action="store_true")
     parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=4, help="per_device_train_batch_size")
     args = parser.parse_args()
     def model() -> GPT2LMHeadModel:
         torch.manual_seed(0)
@@ -44,7 +45,7 @@ def main() -> None:
     training = TrainingArguments(
         output_dir=args.out,
         max_steps=args.steps,
-        per_device_train_batch_size=4,
+        per_device_train_batch_size=args.batch,
         learning_rate=1e-3,
         logging_steps=1,
         save_steps=args.steps // 2,

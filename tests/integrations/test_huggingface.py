@@ -7,6 +7,7 @@ The script (``hf_trainer_script.py``) has no accel code. ``import torch`` runs a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +83,23 @@ def test_accelerator_uses_neuron_and_saves_and_loads_state(tmp_path: Path) -> No
     )
     got = last_json(run_python(["-c", code], NEURON_ENV, cwd=tmp_path))
     assert got == {"device": "neuron:0", "param": "neuron:0", "dtype": "torch.bfloat16", "restored": True}
+
+
+def test_trainer_under_accel_run_with_two_emulated_devices(tmp_path: Path) -> None:
+    """``accel run``: Trainer sees two CUDA devices and wraps the model in nn.DataParallel, whose
+    replicas run one after another on neuron:0; the losses are those of one device taking the
+    whole batch (a CPU run with twice the per-device batch), up to the order of summation."""
+    (tmp_path / "cpu").mkdir()
+    cpu = _train(tmp_path / "cpu", {"ACCEL_BACKEND": "cpu"}, "--batch", "8")
+    report = tmp_path / "report.json"
+    env = {**NEURON_ENV, "ACCEL_NEURON_EMULATE_DEVICES": "2"}
+    run = ["-m", "accel_abstraction.run", "--report", "none", "-o", str(report), SCRIPT, str(tmp_path / "out")]
+    got = last_json(run_python(run, env, cwd=tmp_path))
+    assert got["device"] == "neuron:0" and got["n_gpu"] == 2
+    expected = [float.fromhex(x) for x in cpu["losses"]]
+    assert [float.fromhex(x) for x in got["losses"]] == pytest.approx(expected, rel=1e-6)
+    assert [float.fromhex(x) for x in got["resumed_losses"]] == pytest.approx(expected, rel=1e-6)
+    sites = json.loads(report.read_text())["sites"]
+    assert {(s["api"], s["status"]) for s in sites if "DataParallel" in s["api"]} == {
+        ("torch.nn.DataParallel", "one device")
+    }
