@@ -46,13 +46,13 @@ def scatter(obj: Any, pieces: int, dim: int = 0) -> list[Any]:
     if isinstance(obj, torch.Tensor):
         return list(obj.chunk(pieces, dim))
     if isinstance(obj, tuple) and hasattr(obj, "_fields") and len(obj) > 0:  # a namedtuple
-        return [type(obj)(*args) for args in zip(*(scatter(o, pieces, dim) for o in obj))]
+        return [type(obj)(*args) for args in zip(*(scatter(o, pieces, dim) for o in obj), strict=False)]
     if isinstance(obj, tuple) and len(obj) > 0:
-        return list(zip(*(scatter(o, pieces, dim) for o in obj)))
+        return list(zip(*(scatter(o, pieces, dim) for o in obj), strict=False))
     if isinstance(obj, list) and len(obj) > 0:
-        return [list(i) for i in zip(*(scatter(o, pieces, dim) for o in obj))]
+        return [list(i) for i in zip(*(scatter(o, pieces, dim) for o in obj), strict=False)]
     if isinstance(obj, dict) and len(obj) > 0:
-        return [type(obj)(i) for i in zip(*(scatter(item, pieces, dim) for item in obj.items()))]
+        return [type(obj)(i) for i in zip(*(scatter(item, pieces, dim) for item in obj.items()), strict=False)]
     return [obj for _ in range(pieces)]
 
 
@@ -75,8 +75,8 @@ def gather(outputs: list[Any], dim: int = 0) -> Any:
             raise ValueError("All dicts must have the same number of keys")
         return type(out)((k, gather([d[k] for d in outputs], dim)) for k in out)
     if isinstance(out, tuple) and hasattr(out, "_fields"):
-        return type(out)._make(gather(list(group), dim) for group in zip(*outputs))
-    return type(out)(map(lambda group: gather(list(group), dim), zip(*outputs)))
+        return type(out)._make(gather(list(group), dim) for group in zip(*outputs, strict=False))  # type: ignore[attr-defined]
+    return type(out)(map(lambda group: gather(list(group), dim), zip(*outputs, strict=False)))
 
 
 def data_parallel_redirects(s: Server) -> list[Redirect]:
@@ -106,7 +106,7 @@ def data_parallel_redirects(s: Server) -> list[Redirect]:
         split_args += [()] * (n - len(split_args))
         split_kwargs += [{}] * (n - len(split_kwargs))
         with torch.autograd.profiler.record_function("DataParallel.forward"):
-            outputs = [self.module(*a, **k) for a, k in zip(split_args, split_kwargs)]
+            outputs = [self.module(*a, **k) for a, k in zip(split_args, split_kwargs, strict=True)]
         return gather(outputs, self.dim)
 
     __init__.__doc__ = DataParallel.__init__.__doc__
