@@ -276,6 +276,18 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session
+def transformers_tests(session: nox.Session) -> None:
+    """transformers' own model tests on the CPU and on the emulated neuron device, side by side (not in CI).
+
+    ``nox -s transformers_tests -- TREE [FILE ...]``: ``TREE`` is a huggingface/transformers
+    checkout at the installed version (third-party: never committed; without one the session
+    says how to get it). See docs/ci.md.
+    """
+    install_dev(session)
+    session.run("python", "plugins/neuron/tests/scripts/transformers_suite.py", *session.posargs)
+
+
+@nox.session
 def patches(session: nox.Session) -> None:
     """The torch patch series still applies (``accel patches check``) and behaves (tests/patches)."""
     install_dev(session)

@@ -153,6 +153,10 @@ TABLE: tuple[ApiMapping, ...] = (
     _manual("torch.profiler.ProfilerActivity.CUDA", "ACC202", "profile the selected device's activity; CUDA only on cuda"),
     _manual("torch.autograd.profiler.emit_nvtx", "ACC202", "use torch.profiler.record_function"),
     _manual("torch._scaled_mm", "ACC207", "FP8 matmul is a capability question; guard with accel.capabilities()"),
+    *(
+        _manual(api, "ACC207", "its scatter/gather are CUDA-only; use DistributedDataParallel under torchrun")
+        for api in ("torch.nn.DataParallel", "torch.nn.parallel.DataParallel")
+    ),
     _manual("torch.utils.cpp_extension.CUDAExtension", "ACC201", "CUDA kernels must be built per backend"),
     _manual("torch.utils.cpp_extension.CUDA_HOME", "ACC201", "the CUDA toolkit path; build kernels per backend"),
     # ---- packages that are inherently CUDA

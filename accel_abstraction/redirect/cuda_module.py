@@ -89,6 +89,10 @@ def _set_rng_state(b: Backend, idx: Index) -> Callable[..., Any]:
     return lambda new_state, device=CUDA: b.set_rng_state(new_state, idx(device))
 
 
+def _never_capturing(b: Backend, idx: Index) -> Callable[..., Any]:
+    return lambda: False
+
+
 def _bf16(b: Backend, idx: Index) -> Callable[..., Any]:
     return lambda including_emulation=True: b.is_bf16_supported()
 
@@ -136,6 +140,8 @@ ROWS: tuple[CudaRow, ...] = (
     CudaRow("synchronize", "execution", _per_device("synchronize"), fast="synchronize"),
     CudaRow("current_stream", "execution", _per_device("current_stream")),
     CudaRow("stream", "execution", _passed_on("stream")),
+    # no CUDA graph is ever being captured on the backend (transformers asks on every step)
+    CudaRow("is_current_stream_capturing", "execution", Serve(_never_capturing, "False: no CUDA graph is captured")),
     # memory
     CudaRow("memory_allocated", "memory", _per_device("memory_allocated"), 0, fast="memory_allocated"),
     CudaRow("max_memory_allocated", "memory", _per_device("max_memory_allocated"), 0, fast="max_memory_allocated"),
@@ -242,6 +248,9 @@ def cuda_module_redirects(s: Server) -> list[Redirect]:
         impl = row.serve.build(b, s.translator.index)
         replacement = s.function(api, original, impl, row.category, hint, neutral, noop=row.noop, fast=fast)
         out.append(Redirect(torch.cuda, row.name, replacement, row.category, api, hint, record=False))
+        if row.category == "rng" and getattr(torch.cuda.random, row.name, None) is original:
+            # the same function reached as torch.cuda.random.<name> (transformers' Trainer does)
+            out.append(Redirect(torch.cuda.random, row.name, replacement, row.category, api, hint, record=False))
     out.append(_class_redirect(s, "Stream", "streams"))
     out.append(_class_redirect(s, "Event", "events"))
     out.append(_device_context(s))

@@ -66,7 +66,7 @@ def write_json(data: dict[str, Any], path: str) -> None:
         fh.write(text)
 
 
-_STYLE = {"redirected": "green", "no-op": "cyan", "missing": "yellow", "failed": "bold red"}
+_STYLE = {"redirected": "green", "no-op": "cyan", "one device": "cyan", "missing": "yellow", "failed": "bold red"}
 
 
 def print_table(
@@ -101,5 +101,10 @@ def print_table(
     )
     if any(s.status == "no-op" for s in sites):
         console.print("[cyan]no-op[/]: the backend has nothing to do for it (no pinned memory, no cache); served as a no-op.")
+    if any(s.status == "one device" for s in sites):
+        console.print(
+            "[cyan]one device[/]: nn.DataParallel ran its replicas one after another on the current device (its scatter/gather "
+            "are CUDA-only); for data parallelism use DistributedDataParallel under torchrun."
+        )
     if any(s.status == "missing" for s in sites):
         console.print("[yellow]missing[/]: the backend keeps no such statistic; --allow-missing served 0 / {} / nothing.")

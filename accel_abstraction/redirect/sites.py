@@ -36,6 +36,8 @@ _getframe = sys._getframe
 #: pinning memory without pinned memory, emptying a cache it does not keep), served a
 #: neutral value (``allow_missing``), or raised.
 REDIRECTED, NOOP, MISSING, FAILED = "redirected", "no-op", "missing", "failed"
+#: Status of a multi-device site served on one device (``nn.DataParallel``: :mod:`.data_parallel`).
+ONE_DEVICE = "one device"
 
 # Generated code that is never the user's: FX graph modules, frozen importlib.
 _GENERATED_PREFIXES = ("<eval_with_key", "<frozen ")
@@ -199,7 +201,7 @@ class SiteRecorder:
         return out
 
 
-_RANK = {REDIRECTED: 0, NOOP: 1, MISSING: 2, FAILED: 3}
+_RANK = {REDIRECTED: 0, NOOP: 1, ONE_DEVICE: 1, MISSING: 2, FAILED: 3}
 
 
 def _line(code: CodeType, offset: int) -> int:

@@ -16,6 +16,7 @@ from ..errors import PluginError
 from .amp import amp_redirects
 from .cuda_module import cuda_module_redirects
 from .data import data_redirects
+from .data_parallel import data_parallel_redirects
 from .dist import dist_redirects
 from .knobs import knob_redirects
 from .nvtx import nvtx_redirects
@@ -52,7 +53,7 @@ def build_redirects(s: Server) -> list[Redirect]:
     table: dict[tuple[int, str], Redirect] = {}
     core = (
         cuda_module_redirects(s) + tensor_redirects(s) + amp_redirects(s) + dist_redirects(s)
-        + knob_redirects(s) + nvtx_redirects(s) + data_redirects(s)
+        + knob_redirects(s) + nvtx_redirects(s) + data_redirects(s) + data_parallel_redirects(s)
     )  # fmt: skip
     for r in core + plugin_redirects(s):
         table[(id(r.target), r.name)] = r

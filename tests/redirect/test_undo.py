@@ -20,6 +20,7 @@ OWNERS = [
     torch, torch.cuda, torch.cuda.amp, torch.amp, torch.Tensor, torch.nn.Module, dist,
     type(torch.backends.cudnn), DeviceContext, DistributedDataParallel,
     type(torch.backends.cuda.matmul), torch.backends.cuda, torch.cuda.nvtx, DataLoader,
+    torch.cuda.random, torch.nn.DataParallel,
 ]  # fmt: skip
 
 

@@ -11,44 +11,21 @@ if any, is run afterwards.
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
 import sys
-from typing import Any
+from types import ModuleType
 
 
-class _InstallAfterTorch(importlib.abc.MetaPathFinder):
-    """Finds ``torch`` with the other finders and installs the redirect once it has loaded."""
+def _install(torch: ModuleType) -> None:
+    """Install the redirect in this child once ``torch`` has loaded; a failure is said, never raised."""
+    try:
+        from accel_abstraction.redirect.children import install_in_child
 
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "torch":
-            return None
-        sys.meta_path.remove(self)
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            spec = find(name, path, target) if find is not None else None
-            if spec is not None:
-                break
-        else:
-            return None
-        loader = spec.loader
-        exec_module = getattr(loader, "exec_module", None)
-        if exec_module is None:
-            return spec
-
-        def exec_then_install(module: Any) -> None:
-            exec_module(module)
-            try:
-                from accel_abstraction.redirect.children import install_in_child
-
-                install_in_child()
-            except Exception as exc:  # noqa: BLE001 - a child must still run, and say why it is not redirected
-                print(f"accel run: the CUDA redirect was not installed in process {os.getpid()}: {exc}", file=sys.stderr)
-
-        loader.exec_module = exec_then_install  # type: ignore[union-attr]
-        return spec
+        install_in_child()
+    except Exception as exc:  # noqa: BLE001 - a child must still run, and say why it is not redirected
+        print(f"accel run: the CUDA redirect was not installed in process {os.getpid()}: {exc}", file=sys.stderr)
 
 
 def _chain() -> None:
@@ -62,10 +39,7 @@ def _chain() -> None:
 
 
 if os.environ.get("ACCEL_REDIRECT"):
-    if "torch" in sys.modules:
-        from accel_abstraction.redirect.children import install_in_child
+    from accel_abstraction.integrations.post_import import when_imported
 
-        install_in_child()
-    else:
-        sys.meta_path.insert(0, _InstallAfterTorch())
+    when_imported("torch", _install)
 _chain()

@@ -10,6 +10,8 @@ from __future__ import annotations
 from accel_abstraction import hookimpl
 from accel_abstraction.registry import BackendSpec
 
+from .names import NEURON, NEURON_ALIASES
+
 #: Owner name under which this plugin asks for the Module._apply wrapper.
 OWNER = "accel-neuron"
 
@@ -30,10 +32,10 @@ def _xla(settings):  # type: ignore[no-untyped-def]
 def accel_register_backends(register):  # type: ignore[no-untyped-def]
     register(
         BackendSpec(
-            "neuron",
+            NEURON,
             _native,
             priority=200,
-            aliases=("trainium", "trn"),
+            aliases=NEURON_ALIASES,
             description="AWS Trainium via TorchNeuron (native); CPU emulation with ACCEL_NEURON_EMULATE=1",
         )
     )
@@ -54,14 +56,27 @@ def _keeps_tied_parameters(backend) -> bool:  # type: ignore[no-untyped-def]
     return isinstance(backend, NeuronBackend) and backend.neuron_settings.keep_tied_parameters
 
 
+def _is_emulated(backend) -> bool:  # type: ignore[no-untyped-def]
+    from .backend import NeuronBackend
+
+    return isinstance(backend, NeuronBackend) and backend.emulated
+
+
 @hookimpl
 def accel_backend_selected(backend):  # type: ignore[no-untyped-def]
     from accel_abstraction import module_apply
+    from accel_abstraction.integrations import huggingface
 
     if _keeps_tied_parameters(backend):
         module_apply.enable(OWNER)
     else:
         module_apply.disable(OWNER)
+    # accelerate and transformers find native TorchNeuron themselves (torch_neuronx importable);
+    # the emulated device they cannot know: point them at it (docs/integrations.md).
+    if _is_emulated(backend):
+        huggingface.expose(backend)
+    elif huggingface.exposed() is not None and _is_emulated(huggingface.exposed()):
+        huggingface.conceal()
 
 
 @hookimpl

@@ -43,6 +43,7 @@ def neuron_selected(neuron_emulator: torch.device, monkeypatch: pytest.MonkeyPat
     import accel_abstraction as accel
     import accel_abstraction.runtime as runtime
     from accel_abstraction import module_apply
+    from accel_abstraction.integrations import huggingface
 
     for key in list(os.environ):
         if key.startswith("ACCEL_"):
@@ -53,6 +54,7 @@ def neuron_selected(neuron_emulator: torch.device, monkeypatch: pytest.MonkeyPat
     yield neuron_emulator
     runtime.reset()
     module_apply.disable(OWNER)
+    huggingface.conceal()  # selecting the emulated device pointed accelerate at it (ACCELERATE_TORCH_DEVICE)
 
 
 @pytest.fixture

@@ -105,7 +105,10 @@ def test_emulation_refused_when_privateuse1_is_taken() -> None:
         import accel_abstraction as accel
         accel.device()
     """
-    result = run(code, {"ACCEL_BACKEND": "neuron", "ACCEL_NEURON_EMULATE": "1"})
+    # the other backend takes the slot after `import torch`, as one that is not autoloaded does; with
+    # autoloading on, accel-neuron's own autoload would have taken it first (test_autoload.py)
+    env = {"ACCEL_BACKEND": "neuron", "ACCEL_NEURON_EMULATE": "1", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    result = run(code, env)
     last = result.stderr.strip().splitlines()[-1]
     assert "PrivateUse1 slot, which the 'otherdev' backend already owns" in last
 

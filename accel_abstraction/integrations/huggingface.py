@@ -1,0 +1,80 @@
+"""Hugging Face ``accelerate`` and ``transformers.Trainer`` on the selected backend's device.
+
+Both libraries choose a device from their own list of ``is_<vendor>_available()`` checks,
+so a device they do not list (an out-of-tree PrivateUse1 device, an emulated one) is
+never chosen: an unchanged ``Trainer`` script trains on the CPU, and ``bf16=True`` stops
+with ``ValueError: Your setup doesn't support bf16/gpu``. :func:`expose` closes both gaps
+through the switches the libraries already read, without importing them:
+
+* ``ACCELERATE_TORCH_DEVICE`` (accelerate's documented override; ``Trainer`` reads it
+  too) is set to the backend's current device, unless the user set it;
+* ``transformers.training_args.is_torch_bf16_gpu_available`` also answers the backend's
+  ``is_bf16_supported()``, once ``transformers.training_args`` is imported.
+
+A backend plugin calls :func:`expose` from its ``accel_backend_selected`` hook where the
+libraries do not know its device, and :func:`conceal` when another backend is selected.
+Nothing here imports ``accelerate`` or ``transformers``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from .post_import import when_imported
+
+if TYPE_CHECKING:
+    from ..interface import Backend
+
+__all__ = ["DEVICE_VAR", "conceal", "expose", "exposed"]
+
+#: accelerate's override of its device choice (``PartialState``); ``TrainingArguments`` reads it too.
+DEVICE_VAR = "ACCELERATE_TORCH_DEVICE"
+_BF16_CHECK = ("transformers.training_args", "is_torch_bf16_gpu_available")
+
+_exposed: Backend | None = None
+_set_by_us: str | None = None
+
+
+def exposed() -> Backend | None:
+    """The backend whose device accelerate and ``Trainer`` are pointed at, if any."""
+    return _exposed
+
+
+def expose(backend: Backend) -> None:
+    """Point accelerate and ``transformers.Trainer`` at ``backend``'s current device; accept ``bf16=True``
+    where ``backend.is_bf16_supported()``. A ``ACCELERATE_TORCH_DEVICE`` the user set is left alone."""
+    global _exposed, _set_by_us
+    first = _exposed is None
+    _exposed = backend
+    if DEVICE_VAR not in os.environ or os.environ.get(DEVICE_VAR) == _set_by_us:
+        _set_by_us = os.environ[DEVICE_VAR] = f"{backend.device_type}:{backend.current_device()}"
+    if first:
+        when_imported(_BF16_CHECK[0], _widen_bf16_check)
+
+
+def conceal() -> None:
+    """Undo :func:`expose`: the libraries choose by their own checks again (the bf16 check asks
+    nothing more of a backend that is not exposed)."""
+    global _exposed, _set_by_us
+    _exposed = None
+    if _set_by_us is not None and os.environ.get(DEVICE_VAR) == _set_by_us:
+        del os.environ[DEVICE_VAR]
+    _set_by_us = None
+
+
+def _widen_bf16_check(module: ModuleType) -> None:
+    name = _BF16_CHECK[1]
+    original: Callable[[], bool] = getattr(module, name)
+    if getattr(original, "__wrapped_by_accel__", False):
+        return
+
+    def is_torch_bf16_gpu_available() -> bool:
+        backend = _exposed
+        return original() or (backend is not None and bool(backend.is_bf16_supported()))
+
+    is_torch_bf16_gpu_available.__wrapped_by_accel__ = True  # type: ignore[attr-defined]
+    is_torch_bf16_gpu_available.__doc__ = original.__doc__
+    setattr(module, name, is_torch_bf16_gpu_available)

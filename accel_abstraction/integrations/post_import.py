@@ -1,0 +1,71 @@
+"""Run a function on a module right after it is imported (or at once, if it already is).
+
+:func:`when_imported` is how an integration adjusts a third-party module the user's script
+imports itself, without importing that module early (importing ``transformers`` costs
+seconds). One finder sits on :data:`sys.meta_path` while any module is awaited; it finds the
+module with the other finders, lets it execute, then calls the waiting functions.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import sys
+import threading
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+__all__ = ["when_imported"]
+
+_lock = threading.Lock()
+_waiting: dict[str, list[Callable[[ModuleType], None]]] = {}
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Finds an awaited module with the other finders and wraps its loader's ``exec_module``."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        with _lock:
+            callbacks = _waiting.pop(name, None)
+            if not _waiting and self in sys.meta_path:
+                sys.meta_path.remove(self)
+        if callbacks is None:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None and finder is not self else None
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        exec_module = getattr(loader, "exec_module", None)
+        if exec_module is None:  # a legacy loader: call back once the import has finished instead
+            return spec
+
+        def exec_then_call(module: ModuleType) -> None:
+            exec_module(module)
+            for callback in callbacks:
+                callback(module)
+
+        loader.exec_module = exec_then_call  # type: ignore[union-attr]
+        return spec
+
+
+_finder = _AfterImport()
+
+
+def when_imported(name: str, callback: Callable[[ModuleType], None]) -> None:
+    """Call ``callback(module)`` once module ``name`` has been imported; at once if it is already.
+
+    An exception from ``callback`` propagates to the import statement that loaded the module
+    (or to this call): callbacks must be correct, not defensive.
+    """
+    module = sys.modules.get(name)
+    if module is not None:
+        callback(module)
+        return
+    with _lock:
+        _waiting.setdefault(name, []).append(callback)
+        if _finder not in sys.meta_path:
+            sys.meta_path.insert(0, _finder)

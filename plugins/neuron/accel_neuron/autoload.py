@@ -1,0 +1,75 @@
+"""torch's device-backend autoload: ``import torch`` sets up the configured neuron device.
+
+PyTorch calls every entry point of the group ``torch.backends`` at the end of ``import
+torch`` (RFC pytorch/pytorch#122468); accel-neuron registers :func:`autoload` there, so
+the neuron device exists before any library (accelerate, ``transformers.Trainer``,
+Lightning) looks for one, with no change to the script:
+
+* emulated neuron configured (``ACCEL_NEURON_EMULATE=1`` or ``[tool.accel.neuron] emulate
+  = true``, with ``ACCEL_BACKEND`` / ``[tool.accel] backend`` = ``neuron``, an alias, or
+  ``auto``): the backend is selected as ``accel.use()`` would, which installs the emulated
+  device, its process group, and the Hugging Face glue
+  (:mod:`accel_abstraction.integrations.huggingface`);
+* native neuron: nothing to do here; AWS's ``torch_neuronx`` autoloads itself through the
+  same entry-point group;
+* anything else: returns after reading the environment (and the nearest ``pyproject.toml``
+  when the environment does not decide it; ``benchmarks/bench_autoload.py`` measures it).
+
+An exception here would make ``import torch`` itself fail, so none escapes: a broken
+configuration is reported as a :class:`RuntimeWarning`, and the same error is raised,
+where it belongs, by the first ``accel`` call. ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` turns
+all autoloading off (PyTorch's switch).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+from .names import NEURON, NEURON_ALIASES
+
+__all__ = ["autoload", "configured"]
+
+_SELECTED_BY = (NEURON, *NEURON_ALIASES, "auto")
+_FALSE = ("0", "false", "no", "off", "n", "f", "")
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name)
+    return None if value is None else value.strip().lower()
+
+
+def configured() -> bool:
+    """Whether the configuration selects the emulated neuron device (what :func:`autoload` sets up).
+
+    Decided from the environment alone when it can be (no import, no file read); otherwise
+    from the nearest ``pyproject.toml`` through the core's settings sections, which parse
+    the file only when it mentions accel. Raises what those raise for a bad configuration.
+    """
+    backend, emulate = _env("ACCEL_BACKEND"), _env("ACCEL_NEURON_EMULATE")
+    if (backend is not None and backend not in _SELECTED_BY) or (emulate is not None and emulate in _FALSE):
+        return False
+    from accel_abstraction.sections import CORE
+
+    from .settings import NEURON as NEURON_SECTION
+
+    if not NEURON_SECTION.load().emulate:
+        return False
+    return str(CORE.load().backend).lower() in _SELECTED_BY
+
+
+def autoload() -> None:
+    """Entry point of the ``torch.backends`` group (called by ``import torch``). Never raises."""
+    try:
+        if configured():
+            import accel_abstraction
+
+            accel_abstraction.use()
+    except Exception as exc:  # noqa: BLE001 - an exception here breaks `import torch` for every library
+        warnings.warn(
+            f"accel-neuron: the neuron device was not set up at `import torch` ({type(exc).__name__}: {exc}). "
+            "The first accel call raises this error again; fix the configuration it names, or set "
+            "TORCH_DEVICE_BACKEND_AUTOLOAD=0 to skip autoloading.",
+            RuntimeWarning,
+            stacklevel=2,
+        )

@@ -1,0 +1,114 @@
+"""accel-neuron's ``torch.backends`` entry point: ``import torch`` sets up the configured device, and only it.
+
+Every case runs ``import torch`` in a fresh interpreter with autoloading on (PyTorch's
+default), from a folder holding the ``pyproject.toml`` under test, with only the given
+ACCEL_* variables.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from accel_neuron import autoload
+
+_PROBE = (
+    "import json, sys, warnings\n"
+    "warnings.simplefilter('always')\n"
+    "with warnings.catch_warnings(record=True) as caught:\n"
+    "    import torch\n"
+    "out = {'neuron': hasattr(torch, 'neuron'), 'selected': 'accel_abstraction.runtime' in sys.modules,\n"
+    "       'pydantic': 'pydantic' in sys.modules,\n"
+    "       'warnings': [str(w.message) for w in caught if 'accel-neuron' in str(w.message)]}\n"
+    "if out['neuron']:\n"
+    "    x = torch.ones(3, device='neuron:1') * 2\n"
+    "    out['tensor'] = [str(x.device), x.sum().item()]\n"
+    "print(json.dumps(out))\n"
+)
+
+
+def _import_torch(tmp_path: Path, env: dict[str, str], pyproject: str | None = None) -> dict:
+    if pyproject is not None:
+        (tmp_path / "pyproject.toml").write_text(pyproject)
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("ACCEL_", "TORCH_DEVICE_BACKEND"))}
+    full.update(env)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE], cwd=tmp_path, env=full, capture_output=True, text=True, timeout=180
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_the_entry_point_is_registered_for_torch() -> None:
+    eps = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="torch.backends")}
+    assert eps.get("accel_neuron") == "accel_neuron.autoload:autoload"
+
+
+def test_unconfigured_import_torch_sets_up_nothing_and_loads_no_settings_model(tmp_path: Path) -> None:
+    got = _import_torch(tmp_path, {})
+    assert got == {"neuron": False, "selected": False, "pydantic": False, "warnings": []}
+
+
+def test_another_backend_named_in_the_environment_decides_without_reading_files(tmp_path: Path) -> None:
+    # a broken pyproject.toml is not even read when ACCEL_BACKEND already says "not neuron"
+    got = _import_torch(tmp_path, {"ACCEL_BACKEND": "cpu", "ACCEL_NEURON_EMULATE": "1"}, "[tool.accel\nbroken")
+    assert got == {"neuron": False, "selected": False, "pydantic": False, "warnings": []}
+
+
+def test_emulated_neuron_from_the_environment_is_ready_after_import_torch(tmp_path: Path) -> None:
+    got = _import_torch(tmp_path, {"ACCEL_BACKEND": "neuron", "ACCEL_NEURON_EMULATE": "1"})
+    assert got["neuron"] and got["selected"] and got["warnings"] == []
+    assert got["tensor"] == ["neuron:1", 6.0]
+
+
+def test_emulated_neuron_from_pyproject_alone(tmp_path: Path) -> None:
+    got = _import_torch(tmp_path, {}, '[tool.accel]\nbackend = "trainium"\n\n[tool.accel.neuron]\nemulate = true\n')
+    assert got["neuron"] and got["tensor"] == ["neuron:1", 6.0]
+
+
+@pytest.mark.parametrize(
+    ("env", "pyproject", "says"),
+    [
+        ({"ACCEL_NEURON_EMULATE": "1"}, "[tool.accel\nnot toml", "invalid TOML"),
+        ({"ACCEL_BACKEND": "neuron", "ACCEL_NEURON_EMULATE": "maybe"}, None, "ACCEL_NEURON_EMULATE"),
+        ({"ACCEL_BACKEND": "neuron", "ACCEL_NEURON_EMULATE": "1", "ACCEL_NEURON_EMULATE_DEVICES": "0"}, None,
+         "ACCEL_NEURON_EMULATE_DEVICES"),
+    ],
+)
+def test_a_broken_configuration_never_breaks_import_torch(
+    tmp_path: Path, env: dict[str, str], pyproject: str | None, says: str
+) -> None:
+    got = _import_torch(tmp_path, env, pyproject)
+    assert got["neuron"] is False
+    assert len(got["warnings"]) == 1 and says in got["warnings"][0], got["warnings"]
+    assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in got["warnings"][0]
+
+
+def test_torch_switch_turns_it_off(tmp_path: Path) -> None:
+    env = {"ACCEL_BACKEND": "neuron", "ACCEL_NEURON_EMULATE": "1", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    assert _import_torch(tmp_path, env)["neuron"] is False
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"ACCEL_BACKEND": "cuda"}, False),
+        ({"ACCEL_BACKEND": "neuron", "ACCEL_NEURON_EMULATE": "0"}, False),
+        ({"ACCEL_BACKEND": "neuron"}, False),  # native: torch_neuronx autoloads itself
+        ({"ACCEL_BACKEND": "TRN", "ACCEL_NEURON_EMULATE": "yes"}, True),
+        ({"ACCEL_NEURON_EMULATE": "1"}, True),  # backend "auto" picks the configured emulation
+    ],
+)
+def test_configured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: dict[str, str], expected: bool) -> None:
+    for key in list(os.environ):
+        if key.startswith("ACCEL_"):
+            monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(tmp_path)
+    assert autoload.configured() is expected

@@ -1,0 +1,105 @@
+"""An unchanged ``transformers.Trainer`` script on the emulated neuron device, by configuration alone.
+
+The script (``hf_trainer_script.py``) has no accel code. ``import torch`` runs accel-neuron's
+``torch.backends`` autoload, which selects the configured backend and points accelerate and
+``Trainer`` at its device (:mod:`accel_abstraction.integrations.huggingface`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("transformers", reason="transformers is not installed (pip install 'accel-abstraction[hf]')")
+pytest.importorskip("accelerate", reason="accelerate is not installed (pip install 'accel-abstraction[hf]')")
+
+from .conftest import HERE, NEURON_ENV, last_json, run_python  # noqa: E402
+
+pytestmark = pytest.mark.slow
+SCRIPT = str(HERE / "hf_trainer_script.py")
+
+
+def _train(tmp_path: Path, env: dict[str, str], *flags: str) -> dict[str, Any]:
+    out = tmp_path / "out"
+    return last_json(run_python([SCRIPT, str(out), *flags], env, cwd=tmp_path))
+
+
+@pytest.fixture(scope="module")
+def cpu_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _train(tmp_path_factory.mktemp("cpu"), {"ACCEL_BACKEND": "cpu"})
+
+
+def test_trainer_trains_on_neuron_with_the_cpu_losses_bitwise(cpu_run: dict[str, Any], tmp_path: Path) -> None:
+    neuron = _train(tmp_path, NEURON_ENV)
+    assert cpu_run["device"] == "cpu"
+    assert neuron["device"] == "neuron:0" and neuron["args_device"].startswith("neuron")
+    assert neuron["tied"], "GPT-2's tied embedding came apart on the way to the device"
+    assert len(neuron["losses"]) == 4
+    assert neuron["losses"] == cpu_run["losses"]
+    # resumed from the half-way checkpoint (model, optimizer, scheduler loaded onto the device)
+    assert neuron["resumed_losses"] == cpu_run["losses"]
+
+
+def test_trainer_bf16_runs_on_neuron(cpu_run: dict[str, Any], tmp_path: Path) -> None:
+    bf16 = _train(tmp_path, NEURON_ENV, "--bf16")
+    assert bf16["device"] == "neuron:0"
+    fp32 = [float.fromhex(x) for x in cpu_run["losses"]]
+    got = [float.fromhex(x) for x in bf16["losses"]]
+    assert got != fp32, "bf16=True computed in float32: autocast did not reach the device"
+    assert got == pytest.approx(fp32, rel=2e-2)
+
+
+def test_unconfigured_trainer_stays_on_cpu_and_bf16_check_is_transformers_own(tmp_path: Path) -> None:
+    code = (
+        "import json, os, torch\n"
+        "from transformers import training_args as ta\n"
+        "print(json.dumps({'var': os.environ.get('ACCELERATE_TORCH_DEVICE'), "
+        "'bf16': ta.is_torch_bf16_gpu_available(), 'neuron': hasattr(torch, 'neuron')}))\n"
+    )
+    assert last_json(run_python(["-c", code], {}, cwd=tmp_path)) == {"var": None, "bf16": False, "neuron": False}
+
+
+def test_accelerator_uses_neuron_and_saves_and_loads_state(tmp_path: Path) -> None:
+    code = (
+        "import json, torch\n"
+        "from accelerate import Accelerator\n"
+        "acc = Accelerator(mixed_precision='bf16')\n"
+        "model = torch.nn.Linear(4, 4)\n"
+        "opt = torch.optim.AdamW(model.parameters())\n"
+        "model, opt = acc.prepare(model, opt)\n"
+        "with acc.autocast():\n"
+        "    y = model(torch.ones(2, 4, device=acc.device))\n"
+        "    inner = torch.nn.functional.linear(torch.ones(2, 4, device=acc.device), model.weight)\n"
+        "acc.backward(y.float().square().mean()); opt.step()\n"
+        "acc.save_state('state')\n"
+        "before = model.weight.detach().cpu().clone()\n"
+        "with torch.no_grad(): model.weight.zero_()\n"
+        "acc.load_state('state')\n"
+        "print(json.dumps({'device': str(acc.device), 'param': str(model.weight.device), 'dtype': str(inner.dtype),\n"
+        "                  'restored': bool(torch.equal(model.weight.detach().cpu(), before))}))\n"
+    )
+    got = last_json(run_python(["-c", code], NEURON_ENV, cwd=tmp_path))
+    assert got == {"device": "neuron:0", "param": "neuron:0", "dtype": "torch.bfloat16", "restored": True}
+
+
+def test_trainer_under_accel_run_with_two_emulated_devices(tmp_path: Path) -> None:
+    """``accel run``: Trainer sees two CUDA devices and wraps the model in nn.DataParallel, whose
+    replicas run one after another on neuron:0; the losses are those of one device taking the
+    whole batch (a CPU run with twice the per-device batch), up to the order of summation."""
+    (tmp_path / "cpu").mkdir()
+    cpu = _train(tmp_path / "cpu", {"ACCEL_BACKEND": "cpu"}, "--batch", "8")
+    report = tmp_path / "report.json"
+    env = {**NEURON_ENV, "ACCEL_NEURON_EMULATE_DEVICES": "2"}
+    run = ["-m", "accel_abstraction.run", "--report", "none", "-o", str(report), SCRIPT, str(tmp_path / "out")]
+    got = last_json(run_python(run, env, cwd=tmp_path))
+    assert got["device"] == "neuron:0" and got["n_gpu"] == 2
+    expected = [float.fromhex(x) for x in cpu["losses"]]
+    assert [float.fromhex(x) for x in got["losses"]] == pytest.approx(expected, rel=1e-6)
+    assert [float.fromhex(x) for x in got["resumed_losses"]] == pytest.approx(expected, rel=1e-6)
+    sites = json.loads(report.read_text())["sites"]
+    assert {(s["api"], s["status"]) for s in sites if "DataParallel" in s["api"]} == {
+        ("torch.nn.DataParallel", "one device")
+    }

@@ -1,0 +1,41 @@
+"""when_imported: a callback runs on the module right after its import, once; at once when already imported."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from accel_abstraction.integrations.post_import import when_imported
+
+
+@pytest.fixture
+def fresh_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    name = f"accel_post_import_probe_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield name
+    sys.modules.pop(name, None)
+
+
+def test_callback_sees_the_executed_module_before_the_importer(fresh_module: str) -> None:
+    seen: list[int] = []
+
+    def patch(module: ModuleType) -> None:
+        seen.append(module.VALUE)
+        module.VALUE = 2
+
+    when_imported(fresh_module, patch)
+    assert fresh_module not in sys.modules and seen == []
+    module = __import__(fresh_module)
+    assert seen == [1] and module.VALUE == 2
+    del sys.modules[fresh_module]
+    assert __import__(fresh_module).VALUE == 1  # once: a second import is not patched again
+
+
+def test_already_imported_module_is_called_back_at_once(fresh_module: str) -> None:
+    module = __import__(fresh_module)
+    when_imported(fresh_module, lambda m: setattr(m, "VALUE", 3))
+    assert module.VALUE == 3
