@@ -51,6 +51,9 @@ class BackendRegistry:
     def __init__(self) -> None:
         self._by_name: dict[str, RegisteredBackend] = {}
         self._aliases: dict[str, str] = {}
+        #: Why no backend is registered, when the loader knows (an environment variable skipped
+        #: every plugin); said by the "no backend" error.
+        self.empty_reason = ""
 
     def add(self, spec: BackendSpec, plugin: str, distribution: str = "") -> None:
         """Register ``spec``. Raises :class:`PluginError` if a name or alias is taken."""

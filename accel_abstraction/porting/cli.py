@@ -7,17 +7,22 @@ file could not be read/parsed, 2 usage or configuration error (from the ``accel`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..safe_io import atomic_write, dir_lock
 from ..settings import find_pyproject
 from . import report
 from .apply import port_file, unified_diff
 from .rules import BUILTIN_RULES, Rule
 from .runner import iter_python_files, load_plugin_rules, scan_paths, want_progress
 from .settings import Selection, build_selection, load_settings
+
+#: Most worker processes ``accel scan -j`` starts (each is a Python interpreter).
+MAX_JOBS = 256
 
 
 def _positive_int(text: str) -> int:
@@ -27,6 +32,10 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} worker processes: give 1 or more")
+    if value > MAX_JOBS:
+        raise argparse.ArgumentTypeError(
+            f"{value} worker processes: give at most {MAX_JOBS} (this machine has {os.cpu_count() or 1} CPUs)"
+        )
     return value
 
 
@@ -63,6 +72,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     _common(port)
     port.add_argument("--write", action="store_true", help="change the files in place (atomically)")
+    port.add_argument(
+        "--follow-links",
+        action="store_true",
+        help="with --write, also write files reached through a symlink leaving the tree, and hard-linked files",
+    )
     port.set_defaults(func=run_port)
 
 
@@ -107,7 +121,7 @@ def run_scan(args: argparse.Namespace) -> int:
     else:
         text = report.to_text(results)
     if args.output:
-        args.output.write_text(text, encoding="utf-8")
+        atomic_write(args.output, text, what="--output")
     else:
         sys.stdout.write(text)
     errors = [r.error for r in results if r.error]
@@ -126,15 +140,25 @@ def run_scan(args: argparse.Namespace) -> int:
 
 
 def run_port(args: argparse.Namespace) -> int:
-    from .codemod import PortResult  # needs libcst: the `port` extra, not `accel scan`
-
     files, _plugin_rules, selection = _prepare(args)
     write = args.write and not args.check
+    if not write:
+        return _port(args, files, selection, False, [])
+    roots = sorted({(p if p.is_dir() else p.parent).resolve() for p in args.paths})
+    with contextlib.ExitStack() as locks:
+        for root in roots:  # sorted: two runs take overlapping locks in one order
+            locks.enter_context(dir_lock(root, "accel port --write"))
+        return _port(args, files, selection, True, roots)
+
+
+def _port(args: argparse.Namespace, files: list[Path], selection: Selection, write: bool, roots: list[Path]) -> int:
+    from .codemod import PortResult  # needs libcst: the `port` extra, not `accel scan`
+
     changed = manual = 0
     failed: list[str] = []
     for path in files:
         try:
-            result = port_file(path, selection, write=write)
+            result = port_file(path, selection, write=write, roots=roots, follow_links=args.follow_links)
         except Exception as exc:  # noqa: BLE001 - one file's bug must not leave the tree half ported unreported
             result = PortResult(str(path), "", "", error=f"{path}: internal error {type(exc).__name__}: {exc}; file left unchanged")
         for leftover in result.cleaned:
