@@ -11,8 +11,8 @@ for writing (``tempfile.mkstemp`` too), ``os.write``, ``os.fsync``, ``os.replace
 ``os.rename``, ``os.unlink``, ``os.rmdir``, ``os.mkdir``, ``os.chmod``, ``os.ftruncate``
 and ``open()`` in a writing mode. ``kill`` kills the process (no cleanup of any kind runs,
 as with a power cut to the process) just before operation N; ``enospc`` makes the N-th
-*creating* operation (an open for writing, a write, an fsync, a mkdir) fail as a full disk
-does. ``count`` runs the command whole and prints ``faults: N operations, M creating``
+*creating* operation (an open for writing, a write, an fsync of a file, a mkdir of a new
+folder) fail as a full disk does. ``count`` runs the command whole and prints ``faults: N operations, M creating``
 on stderr. This is test tooling: it patches ``os`` in its own process only.
 """
 
@@ -22,6 +22,7 @@ import builtins
 import errno
 import os
 import signal
+import stat
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -35,20 +36,35 @@ class _Faults:
         self.mode, self.at = mode, at
         self.ops = self.creating = 0
 
-    def hit(self, name: str) -> None:
+    def hit(self, name: str, creating: bool) -> None:
         self.ops += 1
-        if name in _CREATING:
+        if creating:
             self.creating += 1
         if self.mode == "kill" and self.ops == self.at:
             os.kill(os.getpid(), signal.SIGKILL)
-        if self.mode == "enospc" and name in _CREATING and self.creating == self.at:
+        if self.mode == "enospc" and creating and self.creating == self.at:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def _creates(name: str, args: tuple[Any, ...]) -> bool:
+    """Whether the call can need new blocks (a full disk fails it): not an fsync of a folder,
+    not a mkdir of a folder that exists (that fails with EEXIST first)."""
+    if name not in _CREATING:
+        return False
+    try:
+        if name == "fsync":
+            return not stat.S_ISDIR(os.fstat(args[0]).st_mode)
+        if name == "mkdir":
+            return not os.path.lexists(args[0])
+    except (OSError, TypeError, IndexError):
+        return True
+    return True
 
 
 def _wrap(faults: _Faults, name: str, real: Callable[..., Any], when: Callable[..., bool] | None = None) -> Any:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if when is None or when(*args, **kwargs):
-            faults.hit(name)
+            faults.hit(name, _creates(name, args))
         return real(*args, **kwargs)
 
     return wrapper
