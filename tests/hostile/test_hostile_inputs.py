@@ -231,3 +231,36 @@ def test_dist_timeout_out_of_range_is_a_config_error(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("ACCEL_DIST_TIMEOUT", value)
     with pytest.raises(AccelError, match="ACCEL_DIST_TIMEOUT"):
         DistSettings.load()
+
+
+# ----------------------------------------------------------------------------- threads
+
+
+def test_set_device_from_a_thread_while_another_is_inside_using(tmp_path: Path) -> None:
+    pytest.importorskip("accel_neuron", reason="needs a backend with two devices: the neuron emulator")
+    script = (
+        "import threading, time, accel_abstraction as accel\n"
+        "accel.use('neuron')\n"
+        "errors, inside, stop = [], threading.Event(), threading.Event()\n"
+        "def blocks():\n"
+        "    while not stop.is_set():\n"
+        "        with accel.using('cpu'):\n"
+        "            inside.set()\n"
+        "            time.sleep(0.002)\n"
+        "        time.sleep(0.0005)\n"
+        "def setter():\n"
+        "    inside.wait(30)\n"
+        "    for _ in range(200):\n"
+        "        try:\n"
+        "            accel.set_device(1)\n"
+        "        except Exception as e:\n"
+        "            errors.append(repr(e))\n"
+        "            return\n"
+        "    errors.append(accel.current_device())  # the current device is per thread, as on CUDA\n"
+        "a, b = threading.Thread(target=blocks), threading.Thread(target=setter)\n"
+        "a.start(); b.start(); b.join(); stop.set(); a.join()\n"
+        "print(errors)\n"
+    )
+    done = _python(["-c", script], tmp_path, {"ACCEL_NEURON_EMULATE": "1", "ACCEL_NEURON_EMULATE_DEVICES": "2"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[1]"

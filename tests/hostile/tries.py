@@ -237,11 +237,20 @@ def torch_state(world: World, site: Path) -> str:
 # ----------------------------------------------------------------------------- kill / enospc
 
 
-def _count(args: list[str], cwd: Path, which: str = "operations") -> int:
-    out = run([str(FAULTS), "count", "0", "--", *args], cwd)
-    match = re.search(r"faults: (\d+) operations, (\d+) creating", out.stderr)
-    assert match, out.stderr
-    return int(match.group(1) if which == "operations" else match.group(2))
+_COUNTS: dict[str, tuple[int, int]] = {}
+
+
+def _count(world: World, writer: str, which: str) -> int:
+    """How many file-system operations (``which``: ``operations`` or ``creating``) ``writer`` does whole."""
+    if writer not in _COUNTS:
+        probe = world.base / f"count-{writer}"
+        probe.mkdir()
+        args, _ = WRITERS[writer](world, probe)
+        out = run([str(FAULTS), "count", "0", "--", *args], probe)
+        match = re.search(r"faults: (\d+) operations, (\d+) creating", out.stderr)
+        assert match, out.stderr
+        _COUNTS[writer] = (int(match.group(1)), int(match.group(2)))
+    return _COUNTS[writer][0 if which == "operations" else 1]
 
 
 Setup = Callable[[World, Path], tuple[list[str], Callable[[Verdict, Outcome], None]]]
@@ -379,10 +388,7 @@ def spread(total: int, points: int) -> list[int]:
 
 def kill_tries(world: World, points: int) -> Iterator[Try]:
     for writer, setup in WRITERS.items():
-        probe = world.base / f"count-{writer}"
-        probe.mkdir()
-        args, _ = setup(world, probe)
-        total = _count(args, probe)
+        total = _count(world, writer, "operations")
         for at in spread(total, points):
 
             def body(d: Path, v: Verdict, setup: Setup = setup, at: int = at) -> None:
@@ -399,10 +405,7 @@ def kill_tries(world: World, points: int) -> Iterator[Try]:
 
 def enospc_tries(world: World, points: int) -> Iterator[Try]:
     for writer, setup in WRITERS.items():
-        probe = world.base / f"count-enospc-{writer}"
-        probe.mkdir()
-        args, _ = setup(world, probe)
-        total = _count(args, probe, "creating")
+        total = _count(world, writer, "creating")
         for at in spread(total, points):
 
             def body(d: Path, v: Verdict, setup: Setup = setup, at: int = at) -> None:
