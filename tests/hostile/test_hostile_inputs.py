@@ -264,3 +264,34 @@ def test_set_device_from_a_thread_while_another_is_inside_using(tmp_path: Path) 
     done = _python(["-c", script], tmp_path, {"ACCEL_NEURON_EMULATE": "1", "ACCEL_NEURON_EMULATE_DEVICES": "2"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[1]"
+
+
+# ----------------------------------------------------------------------------- distributed
+
+
+def test_rank_whose_master_port_is_not_a_store_gives_up(tmp_path: Path) -> None:
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)  # accepts connections (the kernel does) and never answers
+    try:
+        code = (
+            "import accel_abstraction as accel\n"
+            "import accel_abstraction.distributed.init as init\n"
+            "init.RENDEZVOUS_GRACE_S = 1.0\n"
+            "try:\n"
+            "    accel.init_distributed()\n"
+            "except accel.AccelError as e:\n"
+            "    print(type(e).__name__, e)\n"
+        )
+        env = {
+            "RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(server.getsockname()[1]), "ACCEL_DIST_TIMEOUT": "1", "ACCEL_BACKEND": "cpu",
+        }  # fmt: skip
+        done = _python(["-c", code], tmp_path, env)
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("DistributedError rank 1 of 2 could not join the process group")
+    assert "not rank 0's torch.distributed store" in done.stdout and "ACCEL_DIST_TIMEOUT" in done.stdout
