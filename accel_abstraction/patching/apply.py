@@ -410,6 +410,36 @@ def _transaction(target: Path, say: Say) -> Iterator[None]:
         yield
 
 
+def _make_state(series: Series, torch_root: Path, target: Path, mode: str) -> dict[str, Any]:
+    """Write ``target`` whole for ``mode`` (the files of :func:`_layout`, then the manifest);
+    return the manifest. Raises :class:`AlreadyAppliedError` when torch already has the series."""
+    try:
+        texts = patched_texts(series, torch_root)
+    except PatchError:
+        _already_applied(series, torch_root, target)
+        raise
+    _prepare_target(target)
+    manifest = _manifest(series, torch_root, mode, texts)
+
+    def fill(folder: Path) -> None:
+        for path, text in _layout(mode, texts).items():
+            _write(folder / path, text)
+        _write_manifest(folder, manifest)
+
+    build(target, fill)
+    return manifest
+
+
+def _layout(mode: str, texts: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """``{path under the target: text}`` apply writes (:func:`_owned` reads the same layout back)."""
+    if mode == "overlay":
+        return {rel: new for rel, (_, new) in texts.items()}
+    return {
+        **{f"{_BACKUP}/{rel}": old for rel, (old, _) in texts.items()},
+        **{f"{_PATCHED}/{rel}": new for rel, (_, new) in texts.items()},
+    }
+
+
 def write_overlay(series: Series, torch_root: Path, target: Path, say: Say = _quiet) -> dict[str, Any]:
     """Write the patched copies of the touched modules under ``target``; return the manifest.
 
@@ -418,21 +448,7 @@ def write_overlay(series: Series, torch_root: Path, target: Path, say: Say = _qu
     receives a line for each thing an interrupted earlier run left and this one cleaned up.
     """
     with _transaction(target, say):
-        try:
-            texts = patched_texts(series, torch_root)
-        except PatchError:
-            _already_applied(series, torch_root, target)
-            raise
-        _prepare_target(target)
-        manifest = _manifest(series, torch_root, "overlay", texts)
-
-        def fill(folder: Path) -> None:
-            for path, (_, new) in texts.items():
-                _write(folder / path, new)
-            _write_manifest(folder, manifest)
-
-        build(target, fill)
-        return manifest
+        return _make_state(series, torch_root, target, "overlay")
 
 
 def apply_in_place(series: Series, torch_root: Path, target: Path, say: Say = _quiet) -> dict[str, Any]:
@@ -451,21 +467,7 @@ def apply_in_place(series: Series, torch_root: Path, target: Path, say: Say = _q
                 if _patch_torch(manifest, root, target) > 0:
                     say(f"completed the interrupted in-place apply recorded in {target}")
                     return manifest
-        try:
-            texts = patched_texts(series, torch_root)
-        except PatchError:
-            _already_applied(series, torch_root, target)
-            raise
-        _prepare_target(target)
-        manifest = _manifest(series, torch_root, "in-place", texts)
-
-        def fill(folder: Path) -> None:
-            for path, (old, new) in texts.items():
-                _write(folder / _BACKUP / path, old)
-                _write(folder / _PATCHED / path, new)
-            _write_manifest(folder, manifest)
-
-        build(target, fill)
+        manifest = _make_state(series, torch_root, target, "in-place")
         _patch_torch(manifest, _checked_root(manifest, torch_root), target)
         return manifest
 

@@ -386,44 +386,47 @@ def spread(total: int, points: int) -> list[int]:
     return sorted({1 + round(k * (total - 1) / (points - 1)) for k in range(points)})
 
 
-def kill_tries(world: World, points: int) -> Iterator[Try]:
+def _after_kill(v: Verdict, out: Outcome) -> None:
+    if out.hung:
+        v.add("hang", "the killed command did not end")
+    elif out.returncode not in (-signal.SIGKILL, 0):
+        v.judge(out, (-signal.SIGKILL,), "killed command")
+
+
+def _after_full_disk(v: Verdict, d: Path, args: list[str], out: Outcome, before: dict[str, str]) -> None:
+    v.judge(out, (1, 2), "the command on a full disk")
+    v.one_error_line(out, "full disk", "no space left")
+    if debris(d) or any(debris(p) for p in d.iterdir() if p.is_dir() and not p.is_symlink()):
+        v.add("lost", f"debris after the full disk: {debris(d)}")
+    if args[0] == "patches" and "--in-place" not in args:
+        # revert restores torch file by file (each whole): only its own state must be as before
+        after = tree_hashes(d)
+        changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+        if {k for k in changed if not (args[1] == "revert" and k.startswith("site/"))}:
+            v.add("lost", f"the failed command changed {sorted(changed)[:3]}")
+
+
+#: fault -> the operations it is put at (see faults.py)
+FAULTS_JUDGED = {"kill": "operations", "enospc": "creating"}
+
+
+def fault_tries(world: World, points: int, fault: str) -> Iterator[Try]:
+    """``fault`` (``kill`` or ``enospc``) at up to ``points`` operations of each writing command."""
     for writer, setup in WRITERS.items():
-        total = _count(world, writer, "operations")
-        for at in spread(total, points):
-
-            def body(d: Path, v: Verdict, setup: Setup = setup, at: int = at) -> None:
-                args, check = setup(world, d)
-                out = faulted("kill", at, args, d)
-                if out.hung:
-                    v.add("hang", "the killed command did not end")
-                elif out.returncode not in (-signal.SIGKILL, 0):
-                    v.judge(out, (-signal.SIGKILL,), "killed command")
-                check(v, out)
-
-            yield Try(f"kill:{writer}@{at}", "kill", body)
-
-
-def enospc_tries(world: World, points: int) -> Iterator[Try]:
-    for writer, setup in WRITERS.items():
-        total = _count(world, writer, "creating")
+        total = _count(world, writer, FAULTS_JUDGED[fault])
         for at in spread(total, points):
 
             def body(d: Path, v: Verdict, setup: Setup = setup, at: int = at) -> None:
                 args, check = setup(world, d)
                 before = tree_hashes(d)
-                out = faulted("enospc", at, args, d)
-                v.judge(out, (1, 2), "the command on a full disk")
-                v.one_error_line(out, "full disk", "no space left")
-                if debris(d) or any(debris(p) for p in d.iterdir() if p.is_dir() and not p.is_symlink()):
-                    v.add("lost", f"debris after the full disk: {debris(d)}")
-                if args[0] == "patches" and "--in-place" not in args:
-                    # revert restores torch file by file (each whole): only its own state must be as before
-                    changed = {k for k in set(before) | set(tree_hashes(d)) if before.get(k) != tree_hashes(d).get(k)}
-                    if {k for k in changed if not (args[1] == "revert" and k.startswith("site/"))}:
-                        v.add("lost", f"the failed command changed {sorted(changed)[:3]}")
+                out = faulted(fault, at, args, d)
+                if fault == "kill":
+                    _after_kill(v, out)
+                else:
+                    _after_full_disk(v, d, args, out, before)
                 check(v, out)
 
-            yield Try(f"enospc:{writer}@{at}", "enospc", body)
+            yield Try(f"{fault}:{writer}@{at}", fault, body)
 
 
 # ----------------------------------------------------------------------------- crafted inputs
@@ -718,7 +721,7 @@ def _link_tries() -> Iterator[Try]:
 
 
 def all_tries(world: World, points: int) -> list[Try]:
-    return [*kill_tries(world, points), *enospc_tries(world, points), *crafted_tries(world)]
+    return [*fault_tries(world, points, "kill"), *fault_tries(world, points, "enospc"), *crafted_tries(world)]
 
 
 def sample(tries: list[Try], n: int, seed: int) -> list[Try]:
