@@ -368,6 +368,36 @@ def _scan(world: World, d: Path) -> tuple[list[str], Callable[[Verdict, Outcome]
     return args, check
 
 
+def _whole_json(path: Path) -> bool:
+    try:
+        return json.loads(path.read_text()).get("schema") == "accel-parity"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+PARITY_SCRIPT = "import accel_abstraction as accel\nfor i in range(3):\n    accel.log_metric(step=i, loss=1.0 / (i + 1))\n"
+
+
+def _parity_record(world: World, d: Path) -> tuple[list[str], Callable[[Verdict, Outcome], None]]:
+    (d / "train.py").write_text(PARITY_SCRIPT)
+    record = d / "rec.json"
+    record.write_text("the previous recording\n")
+    args = ["parity", "train.py", "--backends", "cpu", "--record", str(record), "--no-progress"]
+
+    def check(v: Verdict, _out: Outcome) -> None:
+        if record.read_text() != "the previous recording\n" and not _whole_json(record):
+            v.add("lost", "--record is neither the old file nor a whole recording")
+        out_json = d / "parity-out" / "parity.json"
+        if out_json.exists() and not _whole_json(out_json):
+            v.add("lost", "parity.json is half-written")
+        again = accel(args, d)
+        v.judge(again, (0,), "then accel parity --record")
+        if not (_whole_json(record) and _whole_json(out_json)) or debris(d) or debris(d / "parity-out"):
+            v.add("lost", f"rerun: recording whole {_whole_json(record)}, debris {debris(d) + debris(d / 'parity-out')}")
+
+    return args, check
+
+
 WRITERS: dict[str, Setup] = {
     "patches-apply": _patches_overlay(replace=False),
     "patches-replace": _patches_overlay(replace=True),
@@ -376,7 +406,10 @@ WRITERS: dict[str, Setup] = {
     "patches-revert-in-place": _patches_revert(in_place=True),
     "port-write": _port,
     "scan-output": _scan,
+    "parity-record": _parity_record,
 }
+#: Writers too slow to fault at every point (each run starts the script): at most this many.
+POINTS_CAP = {"parity-record": 5}
 
 
 def spread(total: int, points: int) -> list[int]:
@@ -414,7 +447,7 @@ def fault_tries(world: World, points: int, fault: str) -> Iterator[Try]:
     """``fault`` (``kill`` or ``enospc``) at up to ``points`` operations of each writing command."""
     for writer, setup in WRITERS.items():
         total = _count(world, writer, FAULTS_JUDGED[fault])
-        for at in spread(total, points):
+        for at in spread(total, min(points or total, POINTS_CAP.get(writer, total))):
 
             def body(d: Path, v: Verdict, setup: Setup = setup, at: int = at) -> None:
                 args, check = setup(world, d)
