@@ -295,3 +295,26 @@ def test_rank_whose_master_port_is_not_a_store_gives_up(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("DistributedError rank 1 of 2 could not join the process group")
     assert "not rank 0's torch.distributed store" in done.stdout and "ACCEL_DIST_TIMEOUT" in done.stdout
+
+
+# ----------------------------------------------------------------------------- patch series
+
+
+@pytest.mark.parametrize(("line", "shown"), [("x" * 100000, "'" + "x" * 40 + "..."), ("../0001.patch", "'../0001.patch'")])
+def test_series_line_that_is_not_a_file_name_is_one_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], line: str, shown: str
+) -> None:
+    import shutil
+
+    from accel_abstraction.patching.cli import main as patches_main
+    from accel_abstraction.patching.series import installed_torch_root, load_series, torch_version_at
+
+    series = load_series(torch_version_at(installed_torch_root()))
+    version = tmp_path / "patches" / "pytorch" / series.torch_version
+    shutil.copytree(series.directory, version)
+    (version / "series").write_text(f"# first a comment\n{line}\n")
+    monkeypatch.setenv("ACCEL_PATCHES_DIR", str(tmp_path / "patches"))
+    assert patches_main(["check"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"accel: error: {version / 'series'}:2: {shown}") and "\n" not in err
+    assert "is not a patch file name" in err
