@@ -91,7 +91,9 @@ def atomic_write(
 ) -> Path:
     """Replace ``path`` with ``data`` atomically: temp file in the same folder, fsync, rename.
 
-    A symlink at ``path`` is written through (its target is replaced; the link stays).
+    A symlink at ``path`` is written through (its target is replaced; the link stays). A
+    character device or FIFO at ``path`` (``/dev/stdout``, a named pipe) is written as the
+    stream it is; a socket or block device is refused.
     An existing file keeps its permission bits; a new one gets ``0o666`` minus the umask.
     ``str`` data is encoded with ``encoding`` and written without newline translation.
     Raises :class:`WriteError` (the destination unchanged, no temporary file left) when
@@ -112,6 +114,10 @@ def atomic_write(
         raise WriteError(f"cannot write {label}: {exc.strerror or exc}") from None
     if dest.is_dir():
         raise WriteError(f"cannot write {label}: it is a folder; give a file name")
+    if existed and (stat.S_ISCHR(dest.stat().st_mode) or stat.S_ISFIFO(dest.stat().st_mode)):
+        return _write_stream(dest, payload, label)  # /dev/stdout, /dev/null, a named pipe: a stream
+    if existed and not stat.S_ISREG(dest.stat().st_mode):
+        raise WriteError(f"cannot write {label}: it is {_kind(dest.stat().st_mode)}; give a file name")
     remove_stale_temps(dest, suffix)
     tmp = ""
     try:
@@ -169,6 +175,17 @@ def remove_stale_temps(dest: Path, suffix: str = TEMP_SUFFIX) -> list[Path]:
                 path.unlink()
                 removed.append(path)
     return removed
+
+
+def _write_stream(dest: Path, payload: bytes, label: str) -> Path:
+    """Write to a character device or a FIFO the user named (no temporary file: it is a stream)."""
+    try:
+        with open(dest, "wb") as fh:
+            fh.write(payload)
+    except OSError as exc:
+        reason = "no space left on the device" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
+        raise WriteError(f"cannot write {label}: {reason}") from None
+    return dest
 
 
 _KINDS = (

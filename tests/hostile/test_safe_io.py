@@ -161,3 +161,10 @@ def test_dir_lock_waits_for_another_process_then_gives_up(tmp_path: Path, capfd:
         holder.wait(timeout=30)
     with dir_lock(tmp_path, "accel port --write", wait=5):  # the lock died with its holder
         pass
+
+
+def test_a_character_device_is_written_as_a_stream_not_replaced() -> None:
+    atomic_write("/dev/null", "report\n")
+    assert Path("/dev/null").is_char_device()
+    with pytest.raises(WriteError, match="cannot write --output /dev/full: no space left on the device"):
+        atomic_write("/dev/full", "report\n", what="--output")

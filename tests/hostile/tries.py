@@ -751,6 +751,27 @@ def _link_tries() -> Iterator[Try]:
         if left or debris(tree):
             v.add("lost", f"two ports left files unported {left[:3]} / debris {debris(tree)}")
 
+    def full_device(d: Path, v: Verdict) -> None:
+        port_tree(d / "src")
+        (d / "train.py").write_text(PARITY_SCRIPT)
+        for args, codes in (
+            (["scan", "src", "-o", "/dev/full"], (2,)),
+            (["parity", "train.py", "--backends", "cpu", "--no-progress", "--no-plot", "--record", "/dev/full"], (2,)),
+            (["run", "-o", "/dev/full", "train.py"], (0,)),  # the script's status; the report's failure said
+        ):
+            out = accel(args, d, env={"ACCEL_BACKEND": "cpu"})
+            v.judge(out, codes, f"accel {' '.join(args)}")
+            v.one_error_line(out, "output file on a full device", "no space left")
+
+    def null_device(d: Path, v: Verdict) -> None:
+        port_tree(d / "src")
+        out = accel(["scan", "src", "-o", "/dev/null"], d)
+        v.judge(out, (0,), "accel scan -o /dev/null")
+        if not Path("/dev/null").is_char_device():
+            v.add("outside", "accel scan -o /dev/null replaced the device")
+
+    yield Try("crafted:output-dev-full", "crafted", full_device)
+    yield Try("crafted:output-dev-null", "crafted", null_device)
     yield Try("crafted:port-symlink-out", "crafted", symlink_out)
     yield Try("crafted:port-hard-link", "crafted", hard_link)
     yield Try("crafted:run-output-relative", "crafted", run_output_cwd)
