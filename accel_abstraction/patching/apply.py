@@ -398,8 +398,11 @@ def _quiet(_: str) -> None:
 
 
 @contextlib.contextmanager
-def _transaction(target: Path, say: Say) -> Iterator[None]:
-    """Hold the lock on ``target``'s folder and finish or undo what an interrupted run left."""
+def _transaction(target: Path, say: Say, create: bool = True) -> Iterator[None]:
+    """Hold the lock on ``target``'s folder and finish or undo what an interrupted run left
+    (``create``: make the folder first; else a missing one means there is nothing there)."""
+    if not create and not target.parent.is_dir():
+        read_manifest(target)  # raises: nothing at target
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -533,7 +536,7 @@ def revert(target: Path, torch_root: Path | None = None, say: Say = _quiet) -> d
     Removes only the files apply wrote (by recorded SHA-256); anything else in ``target``
     stays, and ``target`` with it.
     """
-    with _transaction(target, say):
+    with _transaction(target, say, create=False):
         manifest = read_manifest(target)
         if manifest["mode"] == "in-place":
             root = _checked_root(manifest, torch_root)

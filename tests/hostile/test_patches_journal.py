@@ -179,3 +179,9 @@ def test_journal_name_that_is_a_symlink_is_refused_not_followed(world: World, se
     with pytest.raises(PatchError, match="is not a directory written by 'accel patches'"):
         write_overlay(series, world.torch_root, target)
     assert (victim / "keep.txt").read_text() == "keep"
+
+
+def test_revert_of_a_target_that_does_not_exist_creates_nothing(tmp_path: Path) -> None:
+    with pytest.raises(PatchError, match="nothing at"):
+        revert(tmp_path / "missing" / "ov")
+    assert list(tmp_path.iterdir()) == []
