@@ -118,7 +118,8 @@ def atomic_write(
         return _write_stream(dest, payload, label)  # /dev/stdout, /dev/null, a named pipe: a stream
     if existed and not stat.S_ISREG(dest.stat().st_mode):
         raise WriteError(f"cannot write {label}: it is {_kind(dest.stat().st_mode)}; give a file name")
-    remove_stale_temps(dest, suffix)
+    if suffix == TEMP_SUFFIX:  # a caller with its own suffix cleans up its own way (accel port)
+        remove_stale_temps(dest, suffix)
     tmp = ""
     try:
         fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.{os.getpid()}.", suffix=suffix)
