@@ -40,6 +40,7 @@ __all__ = [
     "atomic_write",
     "dir_lock",
     "fsync_dir",
+    "process_alive",
     "read_regular",
     "remove_stale_temps",
     "resolve_output",
@@ -144,7 +145,8 @@ def atomic_write(
     return dest
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this machine (owned by anyone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -168,7 +170,7 @@ def remove_stale_temps(dest: Path, suffix: str = TEMP_SUFFIX) -> list[Path]:
         if not (name.startswith(prefix) and name.endswith(suffix)):
             continue
         pid = name[len(prefix) :].split(".", 1)[0]
-        if not pid.isdigit() or _alive(int(pid)):
+        if not pid.isdigit() or process_alive(int(pid)):
             continue
         path = dest.parent / name
         with contextlib.suppress(OSError):

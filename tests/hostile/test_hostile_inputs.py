@@ -318,3 +318,22 @@ def test_series_line_that_is_not_a_file_name_is_one_error(
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"accel: error: {version / 'series'}:2: {shown}") and "\n" not in err
     assert "is not a patch file name" in err
+
+
+def test_report_folders_of_killed_runs_are_removed_by_the_next_run(tmp_path: Path) -> None:
+    import tempfile
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, timeout=60)
+    stale = Path(tempfile.mkdtemp(prefix=f"accel-run-{dead.stdout.strip()}-"))
+    (stale / "1234.json").write_text("[]")
+    live = Path(tempfile.mkdtemp(prefix=f"accel-run-{os.getpid()}-"))  # a run still going
+    try:
+        (tmp_path / "train.py").write_text("")
+        done = _python(["-m", "accel_abstraction", "run", "--report", "none", "train.py"], tmp_path, {"ACCEL_BACKEND": "cpu"})
+        assert done.returncode == 0, done.stderr
+        assert not stale.exists() and live.is_dir()
+    finally:
+        import shutil
+
+        shutil.rmtree(stale, ignore_errors=True)
+        shutil.rmtree(live, ignore_errors=True)
