@@ -80,6 +80,15 @@ def test_a_pattern_that_matches_quickly_is_unaffected_by_the_limit() -> None:
 # ----------------------------------------------------------------------------- child processes
 
 
+def _running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie (killed, waiting to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def test_sigterm_to_parity_ends_the_script_and_its_children(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
     script.write_text(
@@ -103,15 +112,10 @@ def test_sigterm_to_parity_ends_the_script_and_its_children(tmp_path: Path) -> N
         parity.send_signal(signal.SIGTERM)
         parity.communicate(timeout=TIMEOUT_S)
         assert parity.returncode == 128 + signal.SIGTERM
-        time.sleep(0.2)
-        alive = []
-        for pid in pids:
-            try:
-                os.kill(pid, 0)
-                alive.append(pid)
-            except ProcessLookupError:
-                pass
-        assert alive == [], f"left running: {alive}"
+        deadline = time.monotonic() + 30  # killed processes are reaped by init, in its own time
+        while [pid for pid in pids if _running(pid)] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert [pid for pid in pids if _running(pid)] == [], "left running"
     finally:
         if parity.poll() is None:
             parity.kill()
