@@ -231,7 +231,7 @@ def torch_release(session: nox.Session) -> None:
 #: Interpreters the project supports (``requires-python``); each leg is skipped when not installed.
 SUPPORTED_PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 #: Test paths that must pass without torch (tests needing torch there call ``pytest.importorskip``).
-TORCH_FREE_TESTS = ["tests/porting", "tests/test_packaging.py"]
+TORCH_FREE_TESTS = ["tests/porting", "tests/test_packaging.py", "tests/hostile/test_safe_io.py"]
 
 
 @nox.session(python=SUPPORTED_PYTHONS)

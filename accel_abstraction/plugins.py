@@ -98,6 +98,16 @@ class PluginHost:
             self.records[name] = record
             self._register(record, obj)
         self._register_backends()
+        skipped = sorted(r.name for r in self.records.values() if r.status == "skipped")
+        if skipped and not any(r.backends for r in self.records.values()):
+            self.registry.empty_reason = (
+                f"no backend is registered: the environment skipped every installed plugin "
+                f"({', '.join(skipped)}) because ACCEL_DISABLE_PLUGIN_AUTOLOAD=1 is set and ACCEL_PLUGINS names none "
+                "of them; unset ACCEL_DISABLE_PLUGIN_AUTOLOAD or name plugins in ACCEL_PLUGINS"
+                if allow is None
+                else f"no backend is registered: ACCEL_PLUGINS={os.environ.get('ACCEL_PLUGINS', '')!r} allows no "
+                f"plugin that registers one (installed: {', '.join(skipped)})"
+            )
 
     def _register(self, record: PluginRecord, obj: Any) -> None:
         try:
@@ -253,7 +263,13 @@ def _allow_list() -> list[str] | None:
     raw = os.environ.get("ACCEL_PLUGINS")
     if raw is None or not raw.strip():
         return None
-    return [part.strip() for part in raw.split(",") if part.strip()]
+    names = [part.strip() for part in raw.split(",") if part.strip()]
+    if not names:
+        raise ConfigError(
+            f"ACCEL_PLUGINS={raw!r} names no plugin; list plugin names separated by commas "
+            "(e.g. ACCEL_PLUGINS=cpu), or unset it to load every installed plugin"
+        )
+    return names
 
 
 def _dist_name(ep: EntryPoint) -> str:

@@ -51,6 +51,9 @@ class BackendRegistry:
     def __init__(self) -> None:
         self._by_name: dict[str, RegisteredBackend] = {}
         self._aliases: dict[str, str] = {}
+        #: Why no backend is registered, when the loader knows (an environment variable skipped
+        #: every plugin); said by the "no backend" error.
+        self.empty_reason = ""
 
     def clash(self, key: str, origin: str) -> str:
         """Why ``origin`` (``plugin 'x' (dist)``) cannot take the backend name or alias ``key``

@@ -9,6 +9,7 @@ one module attribute lookup and one call: no plugin-manager dispatch, no lock.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -63,7 +64,30 @@ def bound_callable(
     """What ``accel.<name>`` is bound to for ``backend``: its hot binding from ``hot`` (default: the
     backend's method), with the argument checks of :mod:`.arguments` where ``name`` has any."""
     fn = (hot or {}).get(name) or getattr(backend, name)
+    if name in _OUTSIDE_USING:
+        return _waiting_for_using_blocks(guard(name, fn, backend), backend, name)
     return guard(name, fn, backend)
+
+
+#: Bound functions that wait while another thread is inside a ``using`` block: a device
+#: index is checked against (and set on) the backend selected outside the block.
+_OUTSIDE_USING = frozenset({"set_device"})
+
+
+def _waiting_for_using_blocks(fn: Callable[..., Any], backend: Backend, name: str) -> Callable[..., Any]:
+    """``fn`` (bound for ``backend``), called once no other thread is inside a ``using`` block;
+    if the selection changed while it waited (the caller held a binding of a block's backend),
+    the call goes to the backend selected now."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with _using_lock:  # reentrant: this thread's own blocks do not wait
+            sel = _selection
+            if sel is not None and sel.backend is not backend:
+                return bound_callable(sel.backend, name)(*args, **kwargs)
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def _activate(sel: Selection, settings: CoreSettings) -> None:

@@ -84,7 +84,7 @@ def _pick_auto(registry: BackendRegistry, settings: CoreSettings) -> tuple[Backe
         reasons.append(f"{entry.spec.name}: {avail.reason}")
     raise BackendUnavailableError(
         "auto",
-        "no registered backend is available (" + "; ".join(reasons or ["no backend is registered"]) + ")",
+        "no registered backend is available (" + "; ".join(reasons or [registry.empty_reason or "no backend is registered"]) + ")",
         hint="install accel-cpu (pip install -e plugins/cpu), which is always available",
     )
 

@@ -201,6 +201,11 @@ class AccelSettings(ConfigSection):
         return value
 
 
+#: Longest distributed timeout accepted (seconds): 30 days; torch's timedelta arithmetic
+#: overflows on much larger values.
+MAX_DIST_TIMEOUT = 30 * 86400.0
+
+
 class DistSettings(ConfigSection):
     """Distributed overrides: ``[tool.accel.distributed]`` / ``ACCEL_DIST_*``."""
 
@@ -209,4 +214,10 @@ class DistSettings(ConfigSection):
 
     backend: str | None = Field(DIST.defaults["backend"], description="Collective library; default: the selected backend's.")
     init_method: str | None = Field(DIST.defaults["init_method"], description="torch.distributed init_method; default 'env://'.")
-    timeout: float = Field(DIST.defaults["timeout"], gt=0, description="Seconds before a collective or rendezvous fails.")
+    timeout: float = Field(
+        DIST.defaults["timeout"],
+        gt=0,
+        le=MAX_DIST_TIMEOUT,
+        allow_inf_nan=False,
+        description="Seconds before a collective or rendezvous fails (at most 30 days).",
+    )

@@ -296,7 +296,14 @@ def _init_group(backend: Backend, launch: LaunchEnv, settings: DistSettings) -> 
         kwargs["device_id"] = device_id
     start = time.monotonic()
     try:
-        dist.init_process_group(**kwargs)
+        _within(settings.timeout + RENDEZVOUS_GRACE_S, dist.init_process_group, kwargs)
+    except _Stuck:
+        raise DistributedError(
+            f"rank {launch.rank} of {launch.world_size} could not join the process group: the rendezvous at "
+            f"{init_method} did not answer within {settings.timeout:g} s ({settings.source_of('timeout')}) plus "
+            f"{RENDEZVOUS_GRACE_S:g} s. Something is listening there that is not rank 0's torch.distributed store "
+            "(another program on that port?), or rank 0 is stuck: check MASTER_ADDR/MASTER_PORT and rank 0's log"
+        ) from None
     except (RuntimeError, ValueError, OSError) as exc:
         raise _rendezvous_error(exc, launch, name, init_method, settings, time.monotonic() - start) from exc
     backend.after_init_process_group(launch.local_rank)
@@ -311,6 +318,35 @@ def _init_group(backend: Backend, launch: LaunchEnv, settings: DistSettings) -> 
         is_main_process=launch.rank == 0,
         launcher=launch.launcher,
     )
+
+
+#: How long past the configured timeout a rendezvous may take before it is given up as stuck
+#: (seconds): torch's own store client waits forever for a server that accepts but never answers.
+RENDEZVOUS_GRACE_S = 10.0
+
+
+class _Stuck(Exception):
+    pass
+
+
+def _within(seconds: float, fn: Any, kwargs: dict[str, Any]) -> None:
+    """``fn(**kwargs)`` in a helper thread; :class:`_Stuck` if it has not returned after ``seconds``
+    (the thread, blocked in torch's C++, is left behind as a daemon); its exception is re-raised."""
+    box: dict[str, BaseException] = {}
+
+    def target() -> None:
+        try:
+            fn(**kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="accel-rendezvous", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise _Stuck
+    if "error" in box:
+        raise box["error"]
 
 
 def dist_info() -> DistInfo | None:

@@ -193,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     from .pattern import MetricPattern, looks_like_pattern
     from .reference import file_sha256, load_reference, run_mismatches, settings_mismatches
     from .report import print_report, to_json, write_json
-    from .runner import run_backends
+    from .runner import run_backends, terminate_on_sigterm
 
     args, script, script_args = _split(args)
     if not Path(script).is_file():
@@ -235,18 +235,19 @@ def run(args: argparse.Namespace) -> int:
         before = settings_mismatches(reference, now)
         for line in before:
             console.print(f"[yellow]settings differ from the reference: {escape(line)}", highlight=False)
-    runs = run_backends(
-        script,
-        script_args,
-        backends,
-        out,
-        progress=not args.no_progress,
-        timeout=args.timeout,
-        metric=metric,
-        pattern=pattern,
-        redirect=args.redirect,
-        allow_missing=args.allow_missing,
-    )
+    with terminate_on_sigterm():  # SIGTERM ends the runs' process groups too
+        runs = run_backends(
+            script,
+            script_args,
+            backends,
+            out,
+            progress=not args.no_progress,
+            timeout=args.timeout,
+            metric=metric,
+            pattern=pattern,
+            redirect=args.redirect,
+            allow_missing=args.allow_missing,
+        )
     if reference is not None:
         runs = [reference.run, *runs]
         after = run_mismatches(reference, runs)

@@ -11,7 +11,11 @@ times of the table.
 
 from __future__ import annotations
 
+import contextlib
 import re
+import signal
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +24,36 @@ from ..errors import ConfigError
 __all__ = ["MetricPattern", "looks_like_pattern"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
+
+
+#: Longest a pattern may search one batch of output lines (seconds).
+MATCH_SECONDS = 5.0
+
+
+class _Expired(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[list[bool]]:
+    """Raise :class:`_Expired` in the block after ``seconds`` (the regex engine checks signals
+    while it backtracks); a no-op off the main thread or where there is no ``SIGALRM``."""
+    expired: list[bool] = []
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield expired
+        return
+
+    def alarm(_signum: int, _frame: object) -> None:
+        expired.append(True)
+        raise _Expired
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield expired
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def looks_like_pattern(text: str) -> bool:
@@ -56,7 +90,24 @@ class MetricPattern:
         return self.metrics[0]
 
     def records(self, text: str) -> list[dict[str, Any]]:
-        """The records in ``text``; a line whose step or value is not a number is an error record."""
+        """The records in ``text``; a line whose step or value is not a number is an error record.
+
+        Searching takes at most :data:`MATCH_SECONDS` per call (in the main thread): a pattern
+        that backtracks catastrophically raises :class:`ConfigError` instead of hanging.
+        """
+        with _time_limit(MATCH_SECONDS) as expired:
+            try:
+                return self._records(text)
+            except _Expired:
+                pass
+        assert expired
+        raise ConfigError(
+            f"--metric {self.regex.pattern!r} took over {MATCH_SECONDS:g} s to search the output; it "
+            "backtracks catastrophically (nested repetition such as (a+)+ or (.*)*): write it without "
+            "a repeated group that can match the same text in several ways"
+        )
+
+    def _records(self, text: str) -> list[dict[str, Any]]:
         out = []
         for line in re.split(r"[\r\n]", text):
             m = self.regex.search(line)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import AccelError
+from ..safe_io import atomic_write
 from .runner import BackendRun
 
 __all__ = ["PlotUnavailableError", "plot_runs"]
@@ -62,7 +64,9 @@ def plot_runs(runs: Sequence[BackendRun], path: Path, metric: str = "loss") -> P
         bottom.grid(alpha=0.3)
         fig.tight_layout()
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110)
+        image = io.BytesIO()
+        fig.savefig(image, dpi=110, format="png")
+        atomic_write(path, image.getvalue())  # a killed or out-of-space run keeps the previous PNG
     finally:
         plt.close(fig)
     return path

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..safe_io import InputFileError, read_regular
 from .runner import BackendRun
 
 __all__ = [
@@ -119,19 +120,23 @@ def _fail(path: Path, what: str) -> ReferenceFileError:
 def load_reference(path: str | Path, label: str | None = None) -> Reference:
     """Read run ``label`` (default: the document's reference run) of a recorded ``parity.json``."""
     path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        raise _fail(path, "no such file")
+    if path.is_dir():
+        raise _fail(path, "is a folder, not a parity.json file")
     try:
-        data = path.read_bytes()
+        data = read_regular(path, "--reference", limit=REFERENCE_LIMIT)
         text = data.decode("utf-8")
-    except FileNotFoundError:
-        raise _fail(path, "no such file") from None
-    except IsADirectoryError:
-        raise _fail(path, "is a folder, not a parity.json file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except InputFileError as exc:
+        raise ReferenceError(f"{exc}; record one with: accel parity SCRIPT --backends NAME --record FILE") from None
+    except UnicodeDecodeError as exc:
         raise _fail(path, f"cannot be read ({exc})") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise _fail(path, f"is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except RecursionError:
+        raise _fail(path, "is JSON nested too deeply to be a parity.json document") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
         raise _fail(path, "is not a parity.json document (no 'runs' list)")
     version = doc.get("schema_version")
@@ -153,7 +158,9 @@ def load_reference(path: str | Path, label: str | None = None) -> Reference:
     raw = runs[labels.index(wanted)]
     if raw.get("error"):
         raise _fail(path, f"its run {wanted!r} failed ({raw['error']}), so it is no reference")
-    metric = str(doc.get("metric", "loss"))
+    metric = doc.get("metric", "loss")
+    if not isinstance(metric, str):
+        raise _fail(path, f"its 'metric' is {_short(metric)}, not a name")
     if isinstance(raw.get("records"), list):
         records = [
             {k: decode_float(v) for k, v in r.items()}
@@ -168,18 +175,51 @@ def load_reference(path: str | Path, label: str | None = None) -> Reference:
         ]
     if not any(metric in r for r in records):
         raise _fail(path, f"its run {wanted!r} has no {metric!r} values")
+    problem = _records_problem(records)
+    if problem:
+        raise _fail(path, f"its run {wanted!r} {problem}")
+    tables = {}
+    for key in ("env", "facts", "settings"):
+        value = raw.get(key) or {}
+        if not isinstance(value, dict):
+            raise _fail(path, f"its run {wanted!r} has {key} {_short(value)}, not an object")
+        tables[key] = value
+    returncode = raw.get("returncode")
+    if returncode is not None and (not isinstance(returncode, int) or isinstance(returncode, bool)):
+        raise _fail(path, f"its run {wanted!r} has returncode {_short(returncode)}, not a whole number")
     recorded = str(raw.get("recorded_from") or "")
     run = BackendRun(
         wanted if recorded else f"{wanted} (recorded)",
         str(raw.get("backend", wanted)),
-        env=dict(raw.get("env") or {}),
-        returncode=raw.get("returncode"),
+        env={str(k): str(v) for k, v in tables["env"].items()},
+        returncode=returncode,
         records=records,
-        facts=dict(raw.get("facts") or {}),
-        settings=dict(raw.get("settings") or {}),
+        facts=tables["facts"],
+        settings=tables["settings"],
         recorded_from=str(path),
     )
     return Reference(path, doc, run, hashlib.sha256(data).hexdigest())
+
+
+#: Largest recording read (bytes); a recording of thousands of steps is a few MiB.
+REFERENCE_LIMIT = 256 << 20
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _records_problem(records: list[dict[str, Any]]) -> str:
+    """Why recorded steps cannot be compared (a step that is not a whole number, a value that
+    is not a number), or ``""``."""
+    for i, record in enumerate(records):
+        step = record["step"]
+        if not isinstance(step, int) or isinstance(step, bool):
+            return f"has step {_short(step)} in record {i}, not a whole number"
+        for key, value in record.items():
+            if key != "step" and value is not None and not _number(value):
+                return f"has {key} {_short(value)} at step {step}, not a number"
+    return ""
 
 
 def settings_mismatches(reference: Reference, now: Mapping[str, Any]) -> list[str]:

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..safe_io import WriteError, atomic_write
 from .compare import ParityResult, median_step_time
 from .reference import SCHEMA, SCHEMA_VERSION, encode_float, host_facts
 from .runner import BackendRun
@@ -175,13 +174,8 @@ def _encode_all(value: Any) -> Any:
 def write_json(data: dict[str, Any], path: Path) -> Path:
     """Write ``data`` to ``path`` atomically (a reader never sees half a file); NaN/inf as strings."""
     text = json.dumps(_encode_all(data), indent=1, allow_nan=False) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(f"cannot create the folder {path.parent}: {exc.strerror or exc}") from None
+    return atomic_write(path, text)

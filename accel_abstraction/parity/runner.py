@@ -18,8 +18,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -186,6 +188,40 @@ def _take_output_lines(run: BackendRun, lines: Sequence[str], pattern: MetricPat
     return new
 
 
+def _kill_group(proc: subprocess.Popen[Any], leftovers_only: bool = False) -> None:
+    """Kill the run's whole process group (the script and its DataLoader workers, children...).
+
+    Each run starts in a session of its own, so a terminal's Ctrl-C reaches only
+    ``accel parity``, which then ends the runs itself. ``leftovers_only``: the script has
+    exited; kill what it left running in its group.
+    """
+    if not leftovers_only and proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+@contextlib.contextmanager
+def terminate_on_sigterm() -> Iterator[None]:
+    """Turn SIGTERM (and SIGHUP) into ``SystemExit`` while the block runs in the main thread, so
+    the runs' process groups are killed on the way out instead of left running."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def _tail(path: Path, lines: int = 5) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -283,7 +319,9 @@ def _run_one(
         command = [sys.executable, str(script)]
     start = time.perf_counter()
     with open(run.log_path, "w", encoding="utf-8") as log:
-        proc = subprocess.Popen([*command, *script_args], env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [*command, *script_args], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             while True:
                 try:
@@ -303,14 +341,14 @@ def _run_one(
                 if done:
                     break
                 if timeout is not None and time.perf_counter() - start > timeout:
-                    proc.kill()
-                    proc.wait()
+                    _kill_group(proc)
                     run.error = f"timed out after {timeout:g} s"
                     break
         except BaseException:
-            proc.kill()
-            proc.wait()
+            _kill_group(proc)
             raise
+        finally:
+            _kill_group(proc, leftovers_only=True)
     run.wall_time = time.perf_counter() - start
     run.returncode = proc.returncode
     if not run.error and proc.returncode != 0:

@@ -14,6 +14,7 @@ the one Python would import); ``--patches-dir`` at another ``patches`` directory
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from .apply import AlreadyAppliedError, apply_in_place, check_series, default_target, revert, write_overlay
@@ -74,6 +75,10 @@ def _target(args: argparse.Namespace, root: Path) -> Path:
     return args.target or default_target(torch_version_at(root))
 
 
+def _say(line: str) -> None:
+    print(f"accel patches: {line}", file=sys.stderr)
+
+
 def _list(args: argparse.Namespace) -> int:
     root, series = _load(args)
     print(
@@ -109,7 +114,7 @@ def _apply(args: argparse.Namespace) -> int:
     target = _target(args, root)
     if args.in_place:
         try:
-            manifest = apply_in_place(series, root, target)
+            manifest = apply_in_place(series, root, target, say=_say)
         except AlreadyAppliedError as exc:
             print(exc)
             return 0
@@ -118,7 +123,7 @@ def _apply(args: argparse.Namespace) -> int:
         )
         print(f"undo with: accel patches revert --target {target}")
     else:
-        manifest = write_overlay(series, root, target)
+        manifest = write_overlay(series, root, target, say=_say)
         print(
             f"wrote the overlay ({len(manifest['files'])} patched modules, {len(series.patches)} patches) to {target}"
         )
@@ -129,13 +134,18 @@ def _apply(args: argparse.Namespace) -> int:
 def _revert(args: argparse.Namespace) -> int:
     root = args.torch_root or installed_torch_root()
     target = _target(args, root)
-    manifest = revert(target)
+    manifest = revert(target, root, say=_say)
     if manifest["mode"] == "in-place":
         print(
-            f"restored {len(manifest['files'])} original files under {manifest['torch_root']}; removed {target}"
+            f"restored {len(manifest['files'])} original files under {manifest['torch_root']}; "
+            + (f"kept {target} (files apply did not write)" if target.exists() else f"removed {target}")
         )
     else:
-        print(f"removed the overlay {target}")
+        print(
+            f"removed the overlay's files from {target}; kept the folder (files apply did not write)"
+            if target.exists()
+            else f"removed the overlay {target}"
+        )
     return 0
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from email.header import decode_header, make_header
 from pathlib import Path
 
+from ..safe_io import InputFileError, read_regular
 from .errors import PatchError, TorchVersionMismatchError
 from .unidiff import FileDiff, parse_diff
 
@@ -154,9 +155,9 @@ def _subject(text: str, path: Path) -> str:
 def _read_text(path: Path) -> str:
     """The UTF-8 text of a series or patch file; :class:`PatchError` naming the file and line otherwise."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise PatchError(f"cannot read {path}: {exc.strerror or exc}") from None
+        data = read_regular(path, "the patch series file", limit=64 << 20)
+    except InputFileError as exc:
+        raise PatchError(str(exc)) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -188,11 +189,18 @@ def load_series(torch_version: str, patches_dir: Path | None = None) -> Series:
         raise PatchError(
             f"no patch series at {series_file}; set {PATCHES_DIR_ENV} to the 'patches' directory"
         )
-    names = [
-        line.strip()
-        for line in _read_text(series_file).splitlines()
-        if line.strip() and not line.lstrip().startswith("#")
-    ]
+    names = []
+    for number, line in enumerate(_read_text(series_file).splitlines(), start=1):
+        name = line.strip()
+        if not name or name.startswith("#"):
+            continue
+        if len(name) > 255 or "/" in name or "\\" in name or name in (".", "..") or "\x00" in name:
+            shown = name if len(name) <= 60 else name[:40] + "..." + name[-12:]
+            raise PatchError(
+                f"{series_file}:{number}: {shown!r} is not a patch file name (one name a line, no folders, "
+                "at most 255 characters); fix the series file"
+            )
+        names.append(name)
     if not names:
         raise PatchError(
             f"{series_file} lists no patches; add the patch file names to it, one a line, in the order they apply"
@@ -201,7 +209,7 @@ def load_series(torch_version: str, patches_dir: Path | None = None) -> Series:
     for name in names:
         path = directory / name
         if not path.is_file():
-            raise PatchError(f"{series_file} lists {name}, which does not exist in {directory}")
+            raise PatchError(f"{series_file} lists {name}, which does not exist in {directory} (or is not a regular file)")
         text = _read_text(path)
         diffs = parse_diff(text, source=name)
         if not diffs:

@@ -1,6 +1,8 @@
 """Porting files on disk: unified diffs, atomic writes, never a broken file.
 
-A symlink is written through (its target is ported; the link stays a link).  Writes go to
+A symlink inside the tree is written through (its target is ported; the link stays a link);
+one leading outside the tree, and a file with other hard links, is reported and left alone
+unless ``--follow-links``.  Writes go to
 a hidden temporary file next to the target (``.NAME.XXXX.accel-port``), then
 ``os.replace``; a run killed in between leaves such a file, which the next run removes.
 """
@@ -10,11 +12,11 @@ from __future__ import annotations
 import difflib
 import glob
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import safe_io
 from .notebooks import PORT_REFUSAL
 from .runner import map_files, read_source
 
@@ -40,21 +42,45 @@ TEMP_SUFFIX = ".accel-port"
 
 
 def atomic_write(path: Path, text: str, encoding: str) -> None:
-    """Replace ``path`` (through a symlink: its target) with ``text``, atomically."""
-    path = path.resolve()
-    mode = path.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
+    """Replace ``path`` (through a symlink: its target) with ``text``, atomically
+    (:func:`accel_abstraction.safe_io.atomic_write`; temporary files end in :data:`TEMP_SUFFIX`)."""
+    safe_io.atomic_write(path, text, encoding=encoding, suffix=TEMP_SUFFIX)
+
+
+def _inside(path: Path, roots: Sequence[Path]) -> bool:
+    return any(path == root or path.is_relative_to(root) for root in roots)
+
+
+def link_problem(path: Path, roots: Sequence[Path]) -> str:
+    """Why writing ``path`` would reach outside the tree ``roots`` (resolved folders), or ``""``.
+
+    A symlink whose target lies outside every root, and a file with other hard links (a
+    rename gives ``path`` a new inode: the other names would silently keep the old text).
+    """
+    if path.is_symlink():
+        target = path.resolve()
+        if not _inside(target, roots):
+            return f"a symlink to {target}, outside the tree"
     try:
-        with os.fdopen(fd, "w", encoding=encoding, newline="") as fh:
-            fh.write(text)
+        links = path.stat().st_nlink
+    except OSError:
+        return ""
+    if links > 1:
+        return f"one of {links} hard links to one file (the other names are outside this write)"
+    return ""
+
+
+def write_in_place(path: Path, text: str, encoding: str) -> None:
+    """Overwrite the file at ``path`` keeping its inode (so every hard link sees the change);
+    not atomic: used only for ``--follow-links``."""
+    try:
+        with open(path.resolve(), "r+b") as fh:
+            fh.write(text.encode(encoding))
+            fh.truncate()
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    except OSError as exc:
+        raise safe_io.WriteError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def remove_leftovers(path: Path) -> list[str]:
@@ -68,10 +94,19 @@ def remove_leftovers(path: Path) -> list[str]:
     return removed
 
 
-def port_file(path: Path, enabled: Callable[[str], bool] | None = None, write: bool = False) -> PortResult:
+def port_file(
+    path: Path,
+    enabled: Callable[[str], bool] | None = None,
+    write: bool = False,
+    roots: Sequence[Path] | None = None,
+    follow_links: bool = False,
+) -> PortResult:
     """Port one file; with ``write`` the file is replaced only when the output changed and parses.
 
-    Every failure comes back as ``error`` (the file is then unchanged on disk).
+    Every failure comes back as ``error`` (the file is then unchanged on disk). With
+    ``roots`` (the resolved folders being ported), a file that is a symlink leaving them or
+    has other hard links is not written (``error`` says why) unless ``follow_links``: then
+    a symlink is written through and a hard-linked file is overwritten keeping its inode.
     """
     from .codemod import PortResult, port_source  # needs libcst: the `port` extra, not `accel scan`
 
@@ -87,18 +122,33 @@ def port_file(path: Path, enabled: Callable[[str], bool] | None = None, write: b
         try:
             result.cleaned = remove_leftovers(path)
             if result.error is None and result.changed:
-                atomic_write(path, result.output, encoding)
-                result.written = True
+                problem = link_problem(path, roots) if roots is not None else ""
+                if problem and not follow_links:
+                    result.error = f"{path}: not written: {problem}; pass --follow-links to write it"
+                elif problem.startswith("one of"):
+                    write_in_place(path, result.output, encoding)
+                    result.written = True
+                else:
+                    atomic_write(path, result.output, encoding)
+                    result.written = True
+        except safe_io.WriteError as exc:
+            result.error = f"{path}: {exc}"
         except OSError as exc:
             reason = exc.strerror or str(exc)
             result.error = f"{path}: cannot write ({reason}: {exc.filename or path.parent}); file left unchanged"
     return result
 
 
-def port_file_safely(path: Path, enabled: Callable[[str], bool] | None = None, write: bool = False) -> PortResult:
+def port_file_safely(
+    path: Path,
+    enabled: Callable[[str], bool] | None = None,
+    write: bool = False,
+    roots: Sequence[Path] | None = None,
+    follow_links: bool = False,
+) -> PortResult:
     """:func:`port_file`, with a bug in porting one file turned into that file's error (unchanged on disk)."""
     try:
-        return port_file(path, enabled, write=write)
+        return port_file(path, enabled, write=write, roots=roots, follow_links=follow_links)
     except Exception as exc:  # noqa: BLE001 - one file's bug must not leave the tree half ported unreported
         from .codemod import PortResult
 
@@ -106,18 +156,19 @@ def port_file_safely(path: Path, enabled: Callable[[str], bool] | None = None, w
         return PortResult(str(path), "", "", error=error)
 
 
-# Worker-process state, set by _init_port_worker.
-_worker_enabled: Callable[[str], bool] | None = None
-_worker_write = False
+# Worker-process state, set by _init_port_worker: (enabled, write, roots, follow_links).
+_worker_options: tuple[Callable[[str], bool] | None, bool, Sequence[Path] | None, bool] = (None, False, None, False)
 
 
-def _init_port_worker(enabled: Callable[[str], bool] | None, write: bool) -> None:
-    global _worker_enabled, _worker_write
-    _worker_enabled, _worker_write = enabled, write
+def _init_port_worker(
+    enabled: Callable[[str], bool] | None, write: bool, roots: Sequence[Path] | None, follow_links: bool
+) -> None:
+    global _worker_options
+    _worker_options = (enabled, write, roots, follow_links)
 
 
 def _port_in_worker(path: Path) -> PortResult:
-    return port_file_safely(path, _worker_enabled, _worker_write)
+    return port_file_safely(path, *_worker_options)
 
 
 def port_paths(
@@ -126,14 +177,17 @@ def port_paths(
     write: bool = False,
     jobs: int | None = None,
     progress: bool = False,
+    roots: Sequence[Path] | None = None,
+    follow_links: bool = False,
 ) -> Iterator[PortResult]:
     """Port ``files``, in order, as :func:`~.runner.scan_paths` scans them (a process pool for
-    large trees, ``jobs`` workers; ``enabled`` must then be picklable)."""
+    large trees, ``jobs`` workers; ``enabled`` must then be picklable). ``roots`` and
+    ``follow_links`` as for :func:`port_file`."""
     return map_files(
         files,
-        lambda path: port_file_safely(path, enabled, write),
+        lambda path: port_file_safely(path, enabled, write, roots, follow_links),
         _port_in_worker,
-        (_init_port_worker, (enabled, write)),
+        (_init_port_worker, (enabled, write, roots, follow_links)),
         jobs,
         "porting" if progress else None,
     )

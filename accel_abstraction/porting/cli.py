@@ -7,6 +7,7 @@ file could not be read/parsed, 2 usage or configuration error (from the ``accel`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+from ..safe_io import atomic_write, dir_lock
 from ..settings import find_pyproject
 from . import report
 from .apply import port_paths, unified_diff
@@ -24,6 +26,9 @@ from .settings import Selection, build_selection, load_settings
 if TYPE_CHECKING:
     from .codemod import PortResult
 
+#: Most worker processes ``accel scan -j`` starts (each is a Python interpreter).
+MAX_JOBS = 256
+
 
 def _positive_int(text: str) -> int:
     try:
@@ -32,6 +37,10 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} worker processes: give 1 or more")
+    if value > MAX_JOBS:
+        raise argparse.ArgumentTypeError(
+            f"{value} worker processes: give at most {MAX_JOBS} (this machine has {os.cpu_count() or 1} CPUs)"
+        )
     return value
 
 
@@ -75,6 +84,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         "--format", choices=("diff", "json"), default="diff",
         help="diff: a unified diff on stdout (default); json: one JSON document with every file's sites, diff and error",
     )  # fmt: skip
+    port.add_argument(
+        "--follow-links",
+        action="store_true",
+        help="with --write, also write files reached through a symlink leaving the tree, and hard-linked files",
+    )
     port.set_defaults(func=run_port)
 
 
@@ -119,7 +133,7 @@ def run_scan(args: argparse.Namespace) -> int:
     else:
         text = report.to_text(results)
     if args.output:
-        args.output.write_text(text, encoding="utf-8")
+        atomic_write(args.output, text, what="--output")
     else:
         sys.stdout.write(text)
     errors = [r.error for r in results if r.error]
@@ -142,12 +156,26 @@ def run_port(args: argparse.Namespace) -> int:
 
     files, _plugin_rules, selection = _prepare(args)
     write = args.write and not args.check
+    if not write:
+        return _port(args, files, selection, False, [])
+    roots = sorted({(p if p.is_dir() else p.parent).resolve() for p in args.paths})
+    with contextlib.ExitStack() as locks:
+        for root in roots:  # sorted: two runs take overlapping locks in one order
+            locks.enter_context(dir_lock(root, "accel port --write"))
+        return _port(args, files, selection, True, roots)
+
+
+def _port(args: argparse.Namespace, files: list[Path], selection: Selection, write: bool, roots: list[Path]) -> int:
     as_json = args.format == "json"
     changed = manual = 0
     failed: list[str] = []
     entries: list[dict[str, object]] = []
     progress = want_progress(args.progress, len(files))
-    for result in port_paths(files, selection, write=write, jobs=args.jobs, progress=progress):
+    results = port_paths(
+        files, selection, write=write, jobs=args.jobs, progress=progress,
+        roots=roots or None, follow_links=args.follow_links,
+    )  # fmt: skip
+    for result in results:
         path = result.path
         for leftover in result.cleaned:
             print(f"accel port: removed {leftover}, left by an interrupted earlier run", file=sys.stderr)

@@ -35,7 +35,8 @@ BOOTSTRAP = str(Path(__file__).resolve().parent / "bootstrap")
 @contextlib.contextmanager
 def propagate(backend: str, allow_missing: bool) -> Iterator[str]:
     """Redirect the Python children started inside the block; yield the directory of their reports."""
-    sites_dir = tempfile.mkdtemp(prefix="accel-run-")
+    _remove_stale_sites_dirs()
+    sites_dir = tempfile.mkdtemp(prefix=f"accel-run-{os.getpid()}-")
     saved = {key: os.environ.get(key) for key in (ENV, "PYTHONPATH")}
     os.environ[ENV] = json.dumps({"backend": backend, "allow_missing": allow_missing, "sites_dir": sites_dir})
     old = saved["PYTHONPATH"]
@@ -48,6 +49,23 @@ def propagate(backend: str, allow_missing: bool) -> Iterator[str]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def _remove_stale_sites_dirs() -> None:
+    """Delete the report folders of ``accel run`` processes that were killed (``accel-run-PID-*``
+    in the temporary folder, whose process is gone)."""
+    from ..safe_io import process_alive
+
+    base = Path(tempfile.gettempdir())
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        pid = name[len("accel-run-") :].split("-", 1)[0] if name.startswith("accel-run-") else ""
+        path = base / name
+        if pid.isdigit() and not process_alive(int(pid)) and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def install_in_child() -> None:

@@ -62,8 +62,9 @@ def write_json(data: dict[str, Any], path: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    from ..safe_io import atomic_write
+
+    atomic_write(path, text, what="the JSON report")
 
 
 _STYLE = {"redirected": "green", "no-op": "cyan", "one device": "cyan", "missing": "yellow", "failed": "bold red"}

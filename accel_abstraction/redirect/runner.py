@@ -14,7 +14,9 @@ import importlib.util
 import os
 import runpy
 import shutil
+import stat
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -71,6 +73,11 @@ def resolve_script(target: str) -> str:
             )
         return target
     if os.path.exists(target):
+        kind = os.stat(target).st_mode
+        if not stat.S_ISREG(kind):
+            raise AccelError(
+                f"accel run: {target!r} is not a regular file (a FIFO, device or socket); give a Python script"
+            )
         return target
     found = shutil.which(target) if os.sep not in target else None
     if found and _is_python_script(found):
@@ -104,7 +111,10 @@ def check_module(name: str) -> None:
 def run(opts: RunOptions) -> int:
     """Run the target; return its exit status. An :class:`AccelError` raised by it propagates after the report."""
     from ..runtime import current
+    from ..safe_io import resolve_output
 
+    if opts.output is not None and opts.output != "-":
+        opts.output = str(resolve_output(opts.output))  # relative to where accel run was started
     check_output(opts.output)
     backend = current()
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
@@ -127,6 +137,7 @@ def run(opts: RunOptions) -> int:
     error: AccelError | None = None
     children: list[Site] = []
     processes = 0
+    threads_before = set(threading.enumerate())
     try:
         with propagate(backend.name, opts.allow_missing) as sites_dir:
             try:
@@ -143,6 +154,7 @@ def run(opts: RunOptions) -> int:
                 print_script_failure(exc, redirect, opts.traceback)
                 status = 1
             finally:
+                _join_threads(threads_before)
                 children, processes = collect(sites_dir)
     finally:
         redirect.undo()
@@ -153,6 +165,15 @@ def run(opts: RunOptions) -> int:
     if error is not None:
         raise error
     return status
+
+
+def _join_threads(before: set[threading.Thread]) -> None:
+    """Wait for the non-daemon threads the target started, as the interpreter does at exit:
+    they run to their end under the redirect, which is undone only after them."""
+    me = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread not in before and thread is not me and not thread.daemon:
+            thread.join()
 
 
 def _report(sites: list[Site], processes: int, redirect: redirect_cuda, opts: RunOptions) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from accel_abstraction.porting import apply
+from accel_abstraction import safe_io
 from accel_abstraction.porting.__main__ import main
 
 COUPLED = "import torch\nx = torch.zeros(1).cuda()\n"
@@ -61,10 +61,10 @@ def test_port_write_in_a_read_only_folder_says_so(
     def refuse(*args: object, dir: str = "", **kwargs: object) -> tuple[int, str]:  # noqa: A002 - mkstemp's name
         raise PermissionError(13, "Permission denied", dir)
 
-    monkeypatch.setattr(apply.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(safe_io.tempfile, "mkstemp", refuse)
     assert main(["port", "--write", "a.py"]) == 1
     err = _err(capsys)
-    assert "a.py: cannot write (Permission denied:" in err and "file left unchanged" in err
+    assert "a.py: cannot write" in err and "Permission denied; the file is left unchanged" in err
     assert (tree / "a.py").read_text() == COUPLED
 
 

@@ -99,5 +99,8 @@ def install(devices: int | None = None, source: str = "") -> None:
         from .autograd_threads import run_backward_in_caller_thread
 
         run_backward_in_caller_thread()
+        from . import pickling
+
+        pickling.install()
         _installed = True
     log.info("neuron device emulated on the CPU (%d devices)", devices)
