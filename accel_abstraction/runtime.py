@@ -34,7 +34,7 @@ BOUND_NAMES: tuple[str, ...] = (
     "autocast", "GradScaler", "is_bf16_supported", "is_fp16_supported", "supported_dtypes",
     "set_deterministic", "set_benchmark", "set_allow_tf32",
     "dist_backend", "visible_devices_env", "pin_memory", "pin_memory_device",
-    "capabilities", "is_available",
+    "capabilities", "is_available", "is_accelerator_available",
 )  # fmt: skip
 
 _lock = threading.RLock()

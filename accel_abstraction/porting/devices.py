@@ -222,13 +222,16 @@ class DeviceChecks(Reporter):
             self.report(node, "ACC201", f"CUDA build setting {value.split()[0]!r}", suggestion="CUDA kernels must be built per backend")
 
     # ---- environment and extensions
-    def env_name(self, node: ast.AST) -> None:
+    def env_name(self, node: ast.AST, paren: bool = False) -> None:
         name = str_value(node)
         if name is None or id(node) in self.done:
             return
         self.done.add(id(node))
         if name == "CUDA_VISIBLE_DEVICES":
-            self.report(node, "ACC192", None, "replace", "accel.visible_devices_env()")
+            # the cpu backend has no such variable (visible_devices_env() raises there): keep the name it had
+            quote = (self.segment(node) or '"')[0]
+            self.report(node, "ACC192", None, "replace", "accel.visible_devices_env()", guard="value" if paren else "bare",
+                        otherwise=f"{quote}CUDA_VISIBLE_DEVICES{quote}")  # fmt: skip
         elif name.startswith(("CUDA_", "NCCL_", "CUDNN_")) or "_CUDA_" in name:
             self.report(node, "ACC199", name, suggestion="only CUDA reads it; set the selected backend's own variable")
 

@@ -39,7 +39,7 @@ from .guards import (
     last_name,
     str_value,
 )
-from .mapping import CALLS, FLAGS, PACKAGES, lookup, package_row
+from .mapping import ACCELERATOR_TEST, CALLS, ENABLED, FLAGS, PACKAGES, lookup, package_row
 from .prefilter import BARE_DEVICE, hot_lines, might_couple, touches
 from .rules import BUILTIN_PRECHECK, Rule
 
@@ -72,6 +72,10 @@ _COUPLED_PREFIXES = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extens
 def _callee(node: ast.AST) -> ast.AST:
     """``f`` for a call ``f(...)``, else the node itself."""
     return node.func if isinstance(node, ast.Call) else node
+
+
+def _has_kw(call: ast.Call, name: str) -> bool:
+    return any(k.arg == name for k in call.keywords)
 
 
 def _coupled_module(qualname: str) -> bool:
@@ -126,6 +130,7 @@ class _Scan(DeviceChecks):
         self._fused: set[int] | None = None
         self.duplicate_flags: dict[int, int] = self._duplicate_flags() if source.count("allow_tf32") > 1 else {}
         self.guarded: list[tuple[int, int]] = []  # line ranges inside an accelerator guard
+        self.whole_values: set[int] = set()  # ids of expressions that are a whole statement or assigned value
 
     # ---- context for plugin matchers
     def qualname(self, node: ast.AST) -> str | None:
@@ -300,6 +305,8 @@ class _Scan(DeviceChecks):
     # ---- node handlers (return True to visit all children)
     def visit_call(self, node: ast.Call) -> bool:
         func = node.func
+        self.whole_values.update(id(a) for a in node.args)
+        self.whole_values.update(id(k.value) for k in node.keywords)
         if last_name(func) in _TEXT_SINKS:
             # text for people: a "cuda:0" there is a message, not a device
             self.done.update(id(a) for a in (*node.args, *(k.value for k in node.keywords)))
@@ -310,12 +317,20 @@ class _Scan(DeviceChecks):
             row = CALLS.get(q)
             if row is not None:
                 code, target = row.code, row.replacement or ""
+                enabled = "enabled" if row.on_cpu == ENABLED and (code == "ACC131" or _has_kw(node, "enabled")) else ""
                 if code == "ACC131" and node.args:
                     if len(node.args) == 1 and not isinstance(node.args[0], ast.Starred) and not any(k.arg == "enabled" for k in node.keywords):
                         # torch.cuda.amp.autocast(flag): its first parameter is enabled
-                        self.report(func, code, None, "autocast_enabled", target, fix_node=node, suggestion="accel.autocast(enabled=...)")
+                        self.report(func, code, None, "autocast_enabled", target, fix_node=node,
+                                    suggestion="accel.autocast(enabled=...)", guard=enabled)  # fmt: skip
                     else:
                         self.report(func, code, "positional arguments differ from accel.autocast(dtype, enabled)")
+                elif row.guarded:
+                    guard = "bare" if id(node) in self.whole_values else "value"
+                    self.report(func, code, None, "rename_call", target, fix_node=node, guard=guard, otherwise=row.cpu_value or "None",
+                                suggestion=f"{target}(...) if {ACCELERATOR_TEST} else {row.cpu_value}")  # fmt: skip
+                elif enabled:
+                    self.report(func, code, None, "rename_call", target, fix_node=node, guard=enabled, suggestion=f"{target}(..., enabled=... and {ACCELERATOR_TEST})")
                 else:
                     self.report(func, code, None, "replace", target, suggestion=target + "(...)")
                 self.push_call_args(node)
@@ -329,7 +344,7 @@ class _Scan(DeviceChecks):
                 if str_value(dev) == "cuda":
                     assert dev is not None
                     self.done.add(id(dev))
-                    self.report(node, "ACC132", None, "rename_call", "accel.autocast", drop=where)
+                    self.report(node, "ACC132", None, "rename_call", "accel.autocast", drop=where, guard="enabled")
                 self.push_call_args(node)
                 return False
             if q in GRAD_SCALER:
@@ -337,7 +352,8 @@ class _Scan(DeviceChecks):
                 if dev is None or str_value(dev) == "cuda":
                     if dev is not None:
                         self.done.add(id(dev))
-                    self.report(node, "ACC133", None, "rename_call", "accel.GradScaler", drop=where if dev is not None else None)
+                    self.report(node, "ACC133", None, "rename_call", "accel.GradScaler", drop=where if dev is not None else None,
+                                guard="enabled" if _has_kw(node, "enabled") else "")  # fmt: skip
                 self.push_call_args(node)
                 return False
             if q in PROCESS_GROUP:
@@ -400,6 +416,12 @@ class _Scan(DeviceChecks):
         """Report a resolved name used outside a call. Return True to descend."""
         row = CALLS.get(q)
         if row is not None:
+            if row.guarded or row.on_cpu == ENABLED:
+                # bound to a name and called later: the call site decides what it means on the cpu backend
+                how = f"{row.replacement}(...) if {ACCELERATOR_TEST} else {row.cpu_value}" if row.guarded else (
+                    f"{row.replacement}(..., enabled=... and {ACCELERATOR_TEST})")
+                self.report(node, row.code, f"{q} used as a value", suggestion=f"call {how} where it is called")
+                return False
             self.report(node, row.code, None, "replace", row.replacement or "", suggestion=row.replacement)
             return False
         if q.startswith(_TABLE_ROOTS):
@@ -465,6 +487,7 @@ class _Scan(DeviceChecks):
         return True
 
     def visit_expr(self, node: ast.Expr) -> bool:
+        self.whole_values.add(id(node.value))
         # A bare string statement is a docstring or a comment in disguise.
         return not isinstance(node.value, (ast.Constant, ast.JoinedStr))
 
@@ -476,6 +499,9 @@ class _Scan(DeviceChecks):
             first = self.duplicate_flags.get(id(stmt))
             if first is not None:
                 self.report(target, code, f"same call as line {first}", "drop_statement", fix_node=stmt, suggestion="removed: one call is enough")
+            elif single and flag.guarded:
+                self.report(target, code, None, "assign_call", setter, fix_node=stmt, guard="bare", otherwise=flag.cpu_value or "None",
+                            suggestion=f"{setter}(...) if {ACCELERATOR_TEST} else None")  # fmt: skip
             elif single:
                 self.report(target, code, None, "assign_call", setter, fix_node=stmt, suggestion=f"{setter}(...)")
             else:
@@ -502,6 +528,7 @@ class _Scan(DeviceChecks):
             self.report(target, "ACC208", name, suggestion="peak FLOPs differ per device; take them from the selected device, not a GPU table")
 
     def visit_assign(self, node: ast.Assign) -> bool:
+        self.whole_values.add(id(node.value))
         single = len(node.targets) == 1
         for target in node.targets:
             if self._flag_assign(target, node.value, node, single):
@@ -523,7 +550,7 @@ class _Scan(DeviceChecks):
     def visit_compare(self, node: ast.Compare) -> bool:
         if len(node.comparators) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
             if self.aliases.qualname(node.comparators[0]) == "os.environ":
-                self.env_name(node.left)
+                self.env_name(node.left, paren=True)
         if len(node.comparators) == 1:
             # "nccl" compared with something that is no backend setting is a string test, not a backend
             for literal, other in ((node.left, node.comparators[0]), (node.comparators[0], node.left)):

@@ -31,7 +31,7 @@ def test_text_output_is_file_line_col_code_message_suggestion(tree: Path, capsys
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
         "train.py:2:5 ACC111 .cuda() moves to a CUDA device (.to(accel.device()))",
-        "train.py:3:4 ACC121 torch.cuda.is_available() (accel.is_available(...))",
+        "train.py:3:4 ACC121 torch.cuda.is_available() (accel.is_accelerator_available(...))",
         "train.py:4:5 ACC161 torch.cuda.synchronize() (accel.synchronize(...))",
     ]
 
@@ -148,7 +148,7 @@ def test_port_write_is_idempotent_and_leaves_clean_files_alone(tree: Path) -> No
     ported = (tree / "train.py").read_text()
     assert ported == (
         "import torch\nimport accel_abstraction as accel\nx = torch.ones(2).to(accel.device())\n"
-        "if accel.is_available():\n    accel.synchronize()\n"
+        "if accel.is_accelerator_available():\n    accel.synchronize()\n"
     )
     assert clean.read_bytes() == CLEAN.encode() and clean.stat().st_mtime_ns == before
     assert main(["port", "--check", "."]) == 0
