@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..settings import find_pyproject
-from . import report
+from . import cli_options, report
 from .apply import port_file, unified_diff
 from .rules import BUILTIN_RULES, Rule
 from .runner import iter_python_files, load_plugin_rules, scan_paths, want_progress
@@ -132,6 +132,7 @@ def run_port(args: argparse.Namespace) -> int:
     write = args.write and not args.check
     changed = manual = 0
     failed: list[str] = []
+    options: list[cli_options.CudaOption] = []
     for path in files:
         try:
             result = port_file(path, selection, write=write)
@@ -152,8 +153,14 @@ def run_port(args: argparse.Namespace) -> int:
         for finding in result.manual:
             manual += 1
             print(f"{report.format_finding(finding)} [not ported]", file=sys.stderr)
+        options += cli_options.find(result.source, result.path)
+    if options:
+        print("command-line options of the ported program that name CUDA (change how it is started):", file=sys.stderr)
+        for option in options:
+            print(f"  {option}", file=sys.stderr)
     verb = "ported" if write else "would port"
-    print(f"{verb} {changed} file(s); {manual} site(s) need a person; {len(failed)} error(s)", file=sys.stderr)
+    print(f"{verb} {changed} file(s); {manual} site(s) need a person; {len(options)} command-line option(s) name CUDA; "
+          f"{len(failed)} error(s)", file=sys.stderr)  # fmt: skip
     if failed:
         if write:
             print(f"not written ({len(failed)}; each unchanged on disk): {', '.join(failed)}", file=sys.stderr)

@@ -218,6 +218,8 @@ def _apply_kind(fix: Fix, node: cst.CSTNode) -> cst.CSTNode | cst.RemovalSentine
     if not isinstance(node, cst.BaseExpression):
         raise _Unapplied
     new: cst.BaseExpression
+    if kind == "keep":
+        return node  # only the guard changes it
     if kind == "replace":
         new = _expr(fix.text)
     elif kind == "rename_call":

@@ -32,6 +32,7 @@ class Fix:
             previous statement's portable call).
         ``autocast_enabled``: ``torch.cuda.amp.autocast(flag)`` becomes
             ``text(enabled=flag)``.
+        ``keep``: the expression stays; only ``guard`` changes it.
 
     ``guard`` keeps the meaning on the cpu backend (see :mod:`.mapping`, ``on_cpu``):
         ``"value"``: the rewritten expression ``e`` becomes

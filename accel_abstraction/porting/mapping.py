@@ -40,6 +40,7 @@ ported call with the cpu backend for every row and checks it:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -124,6 +125,10 @@ def _manual(api: str, code: str, hint: str) -> ApiMapping:
 
 
 _C = "torch.cuda."
+_EXTENSION_HINT = "a compiled CUDA kernel module; use the torch operation it accelerates, or a kernel built for the backend"
+#: A module named like a compiled CUDA extension (``fused_layer_norm_cuda``, ``xentropy_cuda``).
+_CUDA_MODULE = re.compile(r"^\w+_cuda(?:_\w+)?$")
+_CUDA_MODULE_ROW = ApiMapping("*_cuda", "ACC201", "package", None, _EXTENSION_HINT)
 
 TABLE: tuple[ApiMapping, ...] = (
     # ---- device identity
@@ -206,6 +211,14 @@ TABLE: tuple[ApiMapping, ...] = (
     _manual("torch._scaled_mm", "ACC207", "FP8 matmul is a capability question; guard with accel.capabilities()"),
     _manual("torch.utils.cpp_extension.CUDAExtension", "ACC201", "CUDA kernels must be built per backend"),
     _manual("torch.utils.cpp_extension.CUDA_HOME", "ACC201", "the CUDA toolkit path; build kernels per backend"),
+    # ---- torch's environment report: NVIDIA helpers
+    *(
+        _manual(f"torch.utils.collect_env.{name}", "ACC206", "an NVIDIA/CUDA environment query; report accel.backend().name and accel.device_name() instead")
+        for name in (
+            "get_nvidia_driver_version", "get_gpu_info", "get_running_cuda_version", "get_cudnn_version",
+            "get_nvidia_smi", "get_cuda_module_loading_config", "get_cachingallocator_config",
+        )
+    ),  # fmt: skip
     # ---- packages that are inherently CUDA
     ApiMapping("cupy", "ACC203", "package", None, "CuPy arrays live on CUDA devices; use torch on accel.device()"),
     ApiMapping("apex", "ACC204", "package", None, "apex is NVIDIA-only; use torch.amp (accel.autocast, accel.GradScaler) and torch.optim"),
@@ -213,6 +226,11 @@ TABLE: tuple[ApiMapping, ...] = (
     ApiMapping("pycuda", "ACC201", "package", None, "PyCUDA kernels are CUDA-only"),
     ApiMapping("numba.cuda", "ACC201", "package", None, "numba.cuda kernels are CUDA-only"),
     ApiMapping("pynvml", "ACC206", "package", None, "NVML queries NVIDIA GPUs only; use accel.device_name() / accel.mem_get_info()"),
+    # compiled CUDA extension modules (apex's kernels and others); any module named *_cuda too (package_row)
+    *(
+        ApiMapping(name, "ACC201", "package", None, _EXTENSION_HINT)
+        for name in ("amp_C", "apex_C", "syncbn", "flash_attn", "flash_attn_2_cuda", "triton")
+    ),
 )
 
 #: Rows by API name.
@@ -250,6 +268,8 @@ def package_row(module: str) -> ApiMapping | None:
     for name, row in PACKAGES.items():
         if module == name or module.startswith(name + "."):
             return row
+    if _CUDA_MODULE.match(module.partition(".")[0]):
+        return _CUDA_MODULE_ROW
     return None
 
 

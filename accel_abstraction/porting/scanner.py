@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 
 from .aliases import AliasMap
+from .cli_options import device_option
 from .devices import DeviceChecks, arg_of
 from .findings import FileResult, Finding
 from .guards import (
@@ -57,7 +58,12 @@ _TABLE_ROOTS = (
     "torch.profiler.ProfilerActivity.CUDA",
     "torch.autograd.profiler.emit_nvtx",
     "torch._scaled_mm",
+    "torch.utils.collect_env.",
 )
+#: Modules whose imported names are reported on the import line too (a build or an environment report needs a person).
+_IMPORT_REPORTED = ("torch.utils.cpp_extension.CUDA_HOME", "torch.utils.collect_env.")
+_DIST_BACKEND_ENUM = {"torch.distributed.Backend.NCCL", "torch.distributed.distributed_c10d.Backend.NCCL"}
+_PARTIAL = {"functools.partial"}
 _INTENTIONAL = ("accel_abstraction", "torch.accelerator")
 #: Calls whose string arguments are text for people (logs, warnings, output).
 _TEXT_SINKS = frozenset({"print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "write"})
@@ -66,12 +72,23 @@ _ACCEL_WORDS = re.compile(r"cuda|gpu|accel", re.IGNORECASE)
 #: Why a file CPython parses can still not be analysed (180 nested calls, a deep literal).
 TOO_DEEP = "too deeply nested to analyse (thousands of nested or chained expressions); this file is skipped, the others are not"
 _SUPPRESS = re.compile(r"#\s*accel:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
-_COUPLED_PREFIXES = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension", *PACKAGES)
+_COUPLED_PREFIXES = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension", "torch.utils.collect_env", *PACKAGES)
 
 
 def _callee(node: ast.AST) -> ast.AST:
     """``f`` for a call ``f(...)``, else the node itself."""
     return node.func if isinstance(node, ast.Call) else node
+
+
+def _own_returns(func: ast.AST) -> Iterator[ast.Return]:
+    """The ``return`` statements of ``func`` itself (not of functions defined inside it)."""
+    stack = list(ast.iter_child_nodes(func))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            yield node
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def _has_kw(call: ast.Call, name: str) -> bool:
@@ -127,6 +144,7 @@ class _Scan(DeviceChecks):
         # Data flow and context, computed on first need (most files never need them).
         self._string_names: frozenset[str] | None = None
         self._device_args: frozenset[str] | None = None
+        self._autocast_names: frozenset[str] | None = None
         self._fused: set[int] | None = None
         self.duplicate_flags: dict[int, int] = self._duplicate_flags() if source.count("allow_tf32") > 1 else {}
         self.guarded: list[tuple[int, int]] = []  # line ranges inside an accelerator guard
@@ -186,6 +204,20 @@ class _Scan(DeviceChecks):
             has = re.search(r"""['"]cuda""", self.source) is not None
             self._string_names = device_string_names(self._hot_nodes()) if has else frozenset()
         return self._string_names
+
+    @property
+    def autocast_names(self) -> frozenset[str]:
+        """Names assigned ``torch.autocast`` itself (``ac = torch.autocast``), called later as ``ac("cuda")``."""
+        if self._autocast_names is None:
+            names: set[str] = set()
+            if "autocast" in self.source:
+                for node in ast.walk(self.tree):  # the assignment's own line need not be hot
+                    if isinstance(node, ast.Assign):
+                        values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
+                        if any(self.aliases.qualname(v) in AUTOCAST for v in values):
+                            names.update(n for n in map(last_name, node.targets) if n)
+            self._autocast_names = frozenset(names)
+        return self._autocast_names
 
     @property
     def device_args(self) -> frozenset[str]:
@@ -365,6 +397,12 @@ class _Scan(DeviceChecks):
                 self.env_name(node.args[0])
             elif q in CPP_EXTENSION_LOAD:
                 self.cpp_extension(node)
+        if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) == 3:
+            # getattr(obj, "device", "cuda"): the default is a device string
+            if DEVICE_NAME.search(str_value(node.args[1]) or ""):
+                self.device_value(node.args[2], string_typed=True)
+        if q not in AUTOCAST and self._autocast_like(node, q):
+            return True
         if isinstance(func, ast.Attribute):
             attr = func.attr
             if attr == "cuda" and q is None:
@@ -385,6 +423,7 @@ class _Scan(DeviceChecks):
                             self.device_value(kw.value, string_typed=True)
                         elif any("backend" in o for o in options):
                             self.backend_value(kw.value)
+                self.cli_option(node, options)
             elif attr == "pin_memory" and not node.args and not node.keywords and not self._in_guard(node.lineno):
                 self.report(node, "ACC191", "Tensor.pin_memory() fails without CUDA", suggestion="guard with accel.capabilities().pinned_memory")
             elif attr == "format":
@@ -406,6 +445,41 @@ class _Scan(DeviceChecks):
                 self.report(kw.value, "ACC207", "fused=True", suggestion="fused optimizer kernels exist per device; keep fused only where the backend has them")
         return True
 
+    def _autocast_like(self, node: ast.Call, q: str | None) -> bool:
+        """``autocast = torch.autocast`` called later as ``autocast("cuda")``, or ``partial(torch.autocast, "cuda")``.
+
+        The literal ``"cuda"`` becomes ``accel.device_type()`` and the call gets
+        ``enabled=... and accel.is_accelerator_available()`` (disabled on the cpu backend, as
+        CUDA autocast was without CUDA).  Returns whether the call was one.
+        """
+        offset = 0
+        partial = q in _PARTIAL or (q is None and last_name(node.func) == "partial")
+        if partial and node.args and self.aliases.qualname(node.args[0]) in AUTOCAST:
+            offset = 1
+        elif q in CALLS or not (
+            "autocast" in (last_name(node.func) or "").lower() or last_name(node.func) in self.autocast_names
+        ):
+            return False
+        dev, _ = arg_of(node, offset, "device_type")
+        if str_value(dev) != "cuda" or dev is None or id(dev) in self.done:
+            return False
+        self.done.add(id(dev))
+        self.report(dev, "ACC132", "autocast bound to a name", "replace", "accel.device_type()", suggestion="accel.device_type()")
+        self.report(node, "ACC132", "autocast bound to a name: stays disabled on the cpu backend", "keep", guard="enabled",
+                    suggestion=f"enabled=... and {ACCELERATOR_TEST}")  # fmt: skip
+        return True
+
+    def cli_option(self, node: ast.Call, options: list[str]) -> None:
+        """``add_argument("--device", type=int, default=0)``: an integer default is a CUDA ordinal (see :mod:`.cli_options`)."""
+        option = device_option(options)
+        if option is None:
+            return
+        for kw in node.keywords:
+            value = kw.value
+            if kw.arg == "default" and isinstance(value, ast.Constant) and type(value.value) is int and type(value.value) is not bool:
+                self.report(value, "ACC104", f"{option} defaults to {value.value}, a CUDA device ordinal",
+                            suggestion=f"take a device string; run with `{option} <accel.device_type()>` where you gave an ordinal")  # fmt: skip
+
     def plugin_match(self, rule: Rule, node: ast.AST) -> None:
         assert rule.matcher is not None
         message = rule.matcher(node, self)
@@ -414,6 +488,9 @@ class _Scan(DeviceChecks):
 
     def reference(self, node: ast.AST, q: str) -> bool:
         """Report a resolved name used outside a call. Return True to descend."""
+        if q in _DIST_BACKEND_ENUM:
+            self.report(node, "ACC171", "dist.Backend.NCCL", "replace", "accel.dist_backend()", suggestion="accel.dist_backend()")
+            return False
         row = CALLS.get(q)
         if row is not None:
             if row.guarded or row.on_cpu == ENABLED:
@@ -554,8 +631,10 @@ class _Scan(DeviceChecks):
         if len(node.comparators) == 1:
             # "nccl" compared with something that is no backend setting is a string test, not a backend
             for literal, other in ((node.left, node.comparators[0]), (node.comparators[0], node.left)):
-                if str_value(literal) == "nccl" and "backend" not in (last_name(_callee(other)) or "").lower():
-                    self.done.add(id(literal))
+                members = literal.elts if isinstance(literal, (ast.Tuple, ast.List, ast.Set)) else [literal]
+                for member in members:
+                    if (str_value(member) or "").lower() == "nccl" and "backend" not in (last_name(_callee(other)) or "").lower():
+                        self.done.add(id(member))
         if self.device_type_test(node):
             for sub in (node.left, *node.comparators):
                 if str_value(sub) is not None:
@@ -597,6 +676,11 @@ class _Scan(DeviceChecks):
     def visit_import_from(self, node: ast.ImportFrom) -> bool:
         if node.module and not node.level:
             self.manual_package(node, node.module)
+            if (node.module + ".").startswith(("torch.utils.cpp_extension.", "torch.utils.collect_env.")):
+                for alias in node.names:
+                    row = lookup(f"{node.module}.{alias.name}")
+                    if row is not None and row.kind == "manual" and f"{node.module}.{alias.name}".startswith(_IMPORT_REPORTED):
+                        self.report(node, row.code, f"imports {node.module}.{alias.name}", suggestion=row.hint)
         return False
 
     def manual_package(self, node: ast.AST, module: str) -> None:
@@ -605,6 +689,10 @@ class _Scan(DeviceChecks):
             self.report(node, row.code, f"imports {module}", suggestion=row.hint)
 
     def visit_function(self, node: ast.FunctionDef) -> bool:
+        if DEVICE_NAME.search(node.name):
+            # def get_device(): return "cuda"  - the returned string is a device
+            for sub in _own_returns(node):
+                self.device_value(sub.value, string_typed=True)
         args = node.args
         positional = args.posonlyargs + args.args
         for arg, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True):
