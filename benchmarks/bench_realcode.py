@@ -62,12 +62,14 @@ def load_annotations() -> tuple[list[Site], dict[str, set[int]]]:
     return sites, lookalikes
 
 
-def score(verbose: bool) -> int:
+def score(verbose: bool, only: str | None = None) -> int:
     everything = sources()
     if not all(s.cached.exists() for s in everything):
         print(f"realcode cache missing under {CACHE}: run python benchmarks/realcode/build_cache.py")
         return 0
     for name in ("dev", "heldout"):
+        if only is not None and name != only:
+            continue
         chosen = [s for s in everything if s.set == name]
         if chosen:
             print(f"== {name} set" + (" (annotated, never tuned on)" if name == "heldout" else " (the rules were written against it)"))
@@ -152,8 +154,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="list every miss and false alarm")
     parser.add_argument("--run", action="store_true", help="also run the end-to-end scripts (minutes)")
+    parser.add_argument("--set", choices=("dev", "heldout"), help="score only this set (tune on dev without looking at held-out)")
     args = parser.parse_args()
-    code = score(args.verbose)
+    code = score(args.verbose, args.set)
     if args.run:
         from realcode.e2e import run_all
 

@@ -28,7 +28,7 @@ _NVCC_FLAGS = ("-gencode", "--generate-code", "-arch=sm_", "--gpu-architecture")
 #: Variables read by CUDA and its libraries (cuBLAS, cuDNN, NCCL, ...), by name prefix.
 _CUDA_ENV_PREFIXES = ("CUDA_", "NCCL_", "CUDNN_", "CUBLAS_", "CUBLASLT_", "CUFFT_", "CURAND_", "CUSPARSE_", "NVIDIA_", "NVTE_")  # accel: ignore
 #: NVIDIA toolkit programs named as a string (``[nvcc, "-V"]`` built from ``os.path.join(CUDA_HOME, "bin", "nvcc")``).
-_NVIDIA_TOOL = re.compile(r"^(?:.*/)?(?:nvcc|cuobjdump|nvdisasm|nvprof|nvidia-smi)(?:\.exe)?(?:\s.*)?$")  # accel: ignore
+_NVIDIA_TOOL = re.compile(r"^(?:.*/)?(?:nvcc|cuobjdump|nvdisasm|nvprof|nvidia-smi)(?:\.exe)?(?:\s+-.*)?$")  # accel: ignore
 
 
 def arg_of(call: ast.Call, index: int, keyword: str) -> tuple[ast.AST | None, int | str]:

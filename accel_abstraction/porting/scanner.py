@@ -64,7 +64,11 @@ _TABLE_ROOTS = (
 _IMPORT_REPORTED = ("torch.utils.cpp_extension.CUDA_HOME", "torch.utils.collect_env.")
 _DIST_BACKEND_ENUM = {"torch.distributed.Backend.NCCL", "torch.distributed.distributed_c10d.Backend.NCCL"}
 _PARTIAL = {"functools.partial"}
-_INTENTIONAL = ("accel_abstraction", "torch.accelerator")
+#: Accelerator abstractions whose answers code asks on purpose (``accel.device_type() == "cuda"``,
+#: DeepSpeed's ``get_accelerator().communication_backend_name() == "nccl"``).
+_INTENTIONAL = ("accel_abstraction", "torch.accelerator", "deepspeed.accelerator")
+#: Abstractions whose "is it cuda" branch is left unreported: it runs only where the selected backend is cuda.
+_OWN = ("accel_abstraction", "torch.accelerator")
 #: Calls whose string arguments are text for people (logs, warnings, output).
 _TEXT_SINKS = frozenset({"print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "write"})
 _BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
@@ -289,11 +293,18 @@ class _Scan(DeviceChecks):
         return dup
 
     # ---- device-type tests
-    def _intentional(self, node: ast.AST) -> bool:
-        if isinstance(node, ast.Call):
-            node = node.func
-        q = self.aliases.qualname(node)
-        return q is not None and q.startswith(_INTENTIONAL)
+    def _intentional(self, node: ast.AST, roots: tuple[str, ...] = _INTENTIONAL) -> bool:
+        """Whether ``node`` asks an accelerator abstraction (``accel.x()``, ``get_accelerator().y()``)."""
+        while True:
+            if isinstance(node, ast.Call):
+                node = node.func
+            q = self.aliases.qualname(node)
+            if q is not None:
+                return q.startswith(roots)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Call, ast.Attribute)):
+                node = node.value
+                continue
+            return False
 
     def _device_ish(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Call) and last_name(node.func) == "str" and len(node.args) == 1:
@@ -464,9 +475,17 @@ class _Scan(DeviceChecks):
         if str_value(dev) != "cuda" or dev is None or id(dev) in self.done:
             return False
         self.done.add(id(dev))
-        self.report(dev, "ACC132", "autocast bound to a name", "replace", "accel.device_type()", suggestion="accel.device_type()")
-        self.report(node, "ACC132", "autocast bound to a name: stays disabled on the cpu backend", "keep", guard="enabled",
-                    suggestion=f"enabled=... and {ACCELERATOR_TEST}")  # fmt: skip
+        if offset:
+            # partial(torch.autocast, "cuda", ...): the callee is torch.autocast, which takes enabled=
+            self.report(dev, "ACC132", "autocast bound by functools.partial", "replace", "accel.device_type()", suggestion="accel.device_type()")
+            self.report(node, "ACC132", "autocast bound by functools.partial: stays disabled on the cpu backend", "keep", guard="enabled",
+                        suggestion=f"enabled=... and {ACCELERATOR_TEST}")  # fmt: skip
+        else:
+            # a name that may also be nullcontext (`scope = autocast if amp else nullcontext`): only the device
+            # type changes, and it stays "cuda" (autocast disabled, as without CUDA) on the cpu backend
+            quote = (self.segment(dev) or '"')[0]
+            self.report(dev, "ACC132", "autocast bound to a name", "replace", "accel.device_type()", guard="bare",
+                        otherwise=f"{quote}cuda{quote}", suggestion=f"accel.device_type() if {ACCELERATOR_TEST} else 'cuda'")  # fmt: skip
         return True
 
     def cli_option(self, node: ast.Call, options: list[str]) -> None:
@@ -633,7 +652,9 @@ class _Scan(DeviceChecks):
             for literal, other in ((node.left, node.comparators[0]), (node.comparators[0], node.left)):
                 members = literal.elts if isinstance(literal, (ast.Tuple, ast.List, ast.Set)) else [literal]
                 for member in members:
-                    if (str_value(member) or "").lower() == "nccl" and "backend" not in (last_name(_callee(other)) or "").lower():
+                    if (str_value(member) or "").lower() == "nccl" and (
+                        "backend" not in (last_name(_callee(other)) or "").lower() or self._intentional(other)
+                    ):
                         self.done.add(id(member))
         if self.device_type_test(node):
             for sub in (node.left, *node.comparators):
@@ -652,7 +673,7 @@ class _Scan(DeviceChecks):
                     literal = str_value(a)
                     if literal is None and isinstance(a, (ast.Tuple, ast.List, ast.Set)):
                         literal = next((s for s in map(str_value, a.elts) if s == "cuda"), None)
-                    if literal == "cuda" and self._intentional(b):
+                    if literal == "cuda" and self._intentional(b, _OWN):
                         return True
         return False
 
