@@ -198,7 +198,13 @@ class DeviceChecks(Reporter):
         if node is None or value is None or "nccl" not in value.lower() or id(node) in self.done:
             return
         self.done.add(id(node))
-        if value.lower() == "nccl":
+        if value.lower() == "nccl" and id(node) in self.compared:
+            # `args.dist_backend == "nccl"` asks "the accelerator's collective library?": on the cpu backend it
+            # keeps comparing with "nccl" (a program started there with --dist-backend gloo answers False, as before)
+            quote = (self.segment(node) or '"')[0]
+            self.report(node, "ACC171", None, "replace", "accel.dist_backend()", guard="value", otherwise=f"{quote}{value}{quote}",
+                        suggestion=f"accel.dist_backend() if accel.is_accelerator_available() else {value!r}")  # fmt: skip
+        elif value.lower() == "nccl":
             self.report(node, "ACC171", None, "replace", "accel.dist_backend()")
         else:
             self.report(node, "ACC171", "backend string names nccl alongside others")

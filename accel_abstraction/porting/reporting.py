@@ -19,6 +19,8 @@ class Reporter:
         self.findings: list[Finding] = []
         #: ids of nodes already reported by a check that looked at them from their parent
         self.done: set[int] = set()
+        #: ids of string literals that are one side of a comparison (``x == "nccl"``)
+        self.compared: set[int] = set()
         self._raw_lines: list[str] | None = None  # split like the tokenizer does, for segment()
 
     def segment(self, node: ast.AST) -> str | None:

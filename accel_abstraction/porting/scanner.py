@@ -178,6 +178,7 @@ class _Scan(DeviceChecks):
             ast.JoinedStr: self.visit_runtime_string,  # type: ignore[dict-item]
             ast.BinOp: self.visit_runtime_string,  # type: ignore[dict-item]
             ast.Expr: self.visit_expr,  # type: ignore[dict-item]
+            ast.IfExp: self.visit_ifexp,  # type: ignore[dict-item]
         }
         stack: list[ast.AST] = [self.tree]
         self.stack = stack
@@ -582,6 +583,12 @@ class _Scan(DeviceChecks):
         self.runtime_string(node)
         return True
 
+    def visit_ifexp(self, node: ast.IfExp) -> bool:
+        """``X if accel.is_accelerator_available() else "nccl"``: what a port keeps for the cpu backend, on purpose."""
+        if self._intentional(node.test, _OWN):
+            self.done.update(id(sub) for sub in ast.walk(node.orelse))
+        return True
+
     def visit_expr(self, node: ast.Expr) -> bool:
         self.whole_values.add(id(node.value))
         # A bare string statement is a docstring or a comment in disguise.
@@ -648,6 +655,7 @@ class _Scan(DeviceChecks):
             if self.aliases.qualname(node.comparators[0]) == "os.environ":
                 self.env_name(node.left, paren=True)
         if len(node.comparators) == 1:
+            self.compared.update((id(node.left), id(node.comparators[0])))
             # "nccl" compared with something that is no backend setting is a string test, not a backend
             for literal, other in ((node.left, node.comparators[0]), (node.comparators[0], node.left)):
                 members = literal.elts if isinstance(literal, (ast.Tuple, ast.List, ast.Set)) else [literal]
