@@ -95,6 +95,9 @@ def behaviour_on_cpu(srcs: list[Source], verbose: bool) -> None:
     changed = [r for r in results if r.changed]
     print(f"behaviour changed on cpu: {len(changed)} of {len(results)} files "
           f"({sum(r.called for r in results)} functions called, {sum(r.skipped for r in results)} needing arguments not called)")
+    now_run = [f"{r.key}:{fn}()" for r in results for fn in r.now_run]
+    print(f"calls that raised in the original without CUDA and run after the port: {len(now_run)}"
+          + (f" ({', '.join(now_run)})" if now_run else ""))
     for r in changed:
         print(f"  changed on cpu: {r.key}: {r.detail}")
     if verbose:

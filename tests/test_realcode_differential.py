@@ -30,6 +30,10 @@ def pick(device=None):
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def current():
+    return torch.cuda.current_device()  # raises without CUDA: no CPU program relied on it
+
+
 def needs_input(x):
     return x.cuda()
 '''
@@ -37,7 +41,8 @@ def needs_input(x):
 
 def test_the_port_keeps_what_the_file_does_on_cpu() -> None:
     result = compare("example", ORIGINAL, port_source(ORIGINAL).output)
-    assert (result.changed, result.called, result.skipped) == (False, 2, 1), result.detail
+    assert (result.changed, result.called, result.skipped) == (False, 3, 1), result.detail
+    assert result.now_run == ("current",)
 
 
 def test_a_port_that_answers_differently_on_cpu_is_reported() -> None:
