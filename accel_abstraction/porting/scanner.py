@@ -64,6 +64,8 @@ _TABLE_ROOTS = (
 _IMPORT_REPORTED = ("torch.utils.cpp_extension.CUDA_HOME", "torch.utils.collect_env.")
 _DIST_BACKEND_ENUM = {"torch.distributed.Backend.NCCL", "torch.distributed.distributed_c10d.Backend.NCCL"}
 _PARTIAL = {"functools.partial"}
+#: Calls whose first positional argument is a device.
+_TAKES_DEVICE_FIRST = {"torch.set_default_device", "torch.Generator"}
 #: Accelerator abstractions whose answers code asks on purpose (``accel.device_type() == "cuda"``,
 #: DeepSpeed's ``get_accelerator().communication_backend_name() == "nccl"``).
 _INTENTIONAL = ("accel_abstraction", "torch.accelerator", "deepspeed.accelerator")
@@ -383,6 +385,8 @@ class _Scan(DeviceChecks):
                 self.torch_device(node)
                 self.push_call_args(node)
                 return False
+            if q in _TAKES_DEVICE_FIRST and node.args:
+                self.device_value(node.args[0])
             if q in AUTOCAST:
                 dev, where = arg_of(node, 0, "device_type")
                 if str_value(dev) == "cuda":
@@ -446,6 +450,8 @@ class _Scan(DeviceChecks):
                 continue
             if name in ("device", "map_location"):
                 self.device_value(kw.value, allow_int=name == "device")
+            elif name == "pin_memory_device":
+                self.device_value(kw.value, string_typed=True)
             elif name == "pin_memory":
                 if isinstance(kw.value, ast.Constant) and kw.value.value is True and not self._in_guard(kw.value.lineno):
                     self.report(kw.value, "ACC191", None, "replace", "accel.capabilities().pinned_memory")
