@@ -40,6 +40,8 @@ from accel_abstraction.porting.runner import read_source  # noqa: E402
 from accel_abstraction.porting.scanner import scan_source  # noqa: E402
 
 ANNOTATIONS = HERE / "realcode" / "annotations.tsv"
+#: --stub-args: the differential runs also call functions that need arguments (each a stub).
+STUB_ARGS = False
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ def score(verbose: bool, only: str | None = None, cpu: bool = True) -> int:
     return 0
 
 
-def behaviour_on_cpu(srcs: list[Source], verbose: bool) -> None:
+def behaviour_on_cpu(srcs: list[Source], verbose: bool, with_stubs: bool = False) -> None:
     """Run every file's original and ported version with the cpu backend and count the files that differ."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -88,13 +90,14 @@ def behaviour_on_cpu(srcs: list[Source], verbose: bool) -> None:
 
     def one(src: Source):  # type: ignore[no-untyped-def]
         text, _ = read_source(src.cached)
-        return compare(src.key, text, port_source(text, src.key).output)
+        return compare(src.key, text, port_source(text, src.key).output, with_stubs=with_stubs)
 
     with ThreadPoolExecutor(max_workers=2) as pool:  # each comparison runs two child interpreters
         results = list(pool.map(one, srcs))
     changed = [r for r in results if r.changed]
     print(f"behaviour changed on cpu: {len(changed)} of {len(results)} files "
-          f"({sum(r.called for r in results)} functions called, {sum(r.skipped for r in results)} needing arguments not called)")
+          f"({sum(r.called for r in results)} functions called{' (arguments stubbed)' if with_stubs else ''}, "
+          f"{sum(r.skipped for r in results)} needing arguments not called)")
     now_run = [f"{r.key}:{fn}()" for r in results for fn in r.now_run]
     print(f"calls that raised in the original without CUDA and run after the port: {len(now_run)}"
           + (f" ({', '.join(now_run)})" if now_run else ""))
@@ -161,7 +164,7 @@ def score_files(srcs: list[Source], verbose: bool, cpu: bool = True) -> None:
         except SyntaxError as exc:
             print(f"  does not parse after port: {src.key}: {exc}")
     if cpu:
-        behaviour_on_cpu(srcs, verbose)
+        behaviour_on_cpu(srcs, verbose, STUB_ARGS)
     n_look = sum(len(v) for v in lookalikes.values())
     repos = len({s.repo for s in srcs})
     print(f"real code: {len(srcs)} files from {repos} repositories, {lines_total} lines; "
@@ -187,7 +190,10 @@ def main() -> int:
     parser.add_argument("--run", action="store_true", help="also run the end-to-end scripts (minutes)")
     parser.add_argument("--no-cpu", action="store_true", help="skip the differential runs on the cpu backend (minutes)")
     parser.add_argument("--set", choices=("dev", "heldout"), help="score only this set (tune on dev without looking at held-out)")
+    parser.add_argument("--stub-args", action="store_true", help="differential runs also call functions needing arguments, with stubs")
     args = parser.parse_args()
+    global STUB_ARGS
+    STUB_ARGS = args.stub_args
     code = score(args.verbose, args.set, not args.no_cpu)
     if args.run:
         from realcode.e2e import run_all

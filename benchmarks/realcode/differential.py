@@ -42,7 +42,7 @@ FILE_LIMIT_S = 300
 CHILD = r'''
 import builtins, contextlib, importlib.abc, importlib.machinery, importlib.util, inspect, io, json, re, signal, sys, types
 
-path, name, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+path, name, limit, with_stubs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
 sys.argv = [path]
 
 
@@ -213,13 +213,15 @@ for attr, fn in sorted(vars(module).items()):
     if not inspect.isfunction(fn) or fn.__module__ != module.__name__:
         continue
     params = inspect.signature(fn).parameters.values()
-    if any(p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+    required = [p for p in params if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if required and not with_stubs:
         record["skipped"].append(attr)
         continue
-    import torch
-
+    # with_stubs: required parameters get a stub (empty, falsy), the same in both versions
+    args = {p.name: Stub() for p in required if p.kind is not p.POSITIONAL_ONLY}
+    pos = [Stub() for p in required if p.kind is p.POSITIONAL_ONLY]
     torch.manual_seed(0)
-    record["calls"][attr] = _run(attr, fn)
+    record["calls"][attr] = _run(attr, lambda fn=fn, pos=pos, args=args: fn(*pos, **args))
 print("\n@@RECORD@@" + json.dumps(record, default=str))
 '''
 
@@ -237,7 +239,7 @@ class Outcome:
         return {k: v for k, v in self.record.items() if k != "skipped"}
 
 
-def run_version(text: str, name: str, python: str = sys.executable) -> Outcome:
+def run_version(text: str, name: str, python: str = sys.executable, with_stubs: bool = False) -> Outcome:
     """Execute one version of a file in a fresh interpreter with the cpu backend; its record."""
     with tempfile.TemporaryDirectory(prefix="realcode-cpu-") as scratch:
         src = Path(scratch) / f"{name}.py"
@@ -254,7 +256,7 @@ def run_version(text: str, name: str, python: str = sys.executable) -> Outcome:
         env.pop("RANK", None)
         try:
             proc = subprocess.run(
-                [python, "-c", CHILD, str(src), name, str(CALL_LIMIT_S)],
+                [python, "-c", CHILD, str(src), name, str(CALL_LIMIT_S), "1" if with_stubs else "0"],
                 cwd=scratch,
                 env=env,
                 capture_output=True,
@@ -282,11 +284,14 @@ class Difference:
     now_run: tuple[str, ...] = ()
 
 
-def compare(key: str, original: str, ported: str) -> Difference:
-    """Run both versions of a file with the cpu backend and compare what they did."""
+def compare(key: str, original: str, ported: str, with_stubs: bool = False) -> Difference:
+    """Run both versions of a file with the cpu backend and compare what they did.
+
+    ``with_stubs``: also call the functions that need arguments, each required one a stub.
+    """
     name = "subject"
-    before = run_version(original, name)
-    after = run_version(ported, name)
+    before = run_version(original, name, with_stubs=with_stubs)
+    after = run_version(ported, name, with_stubs=with_stubs)
     if before.record is None or after.record is None:
         same = before.comparable() == after.comparable()
         return Difference(key, not same, 0, 0, "" if same else f"original: {before.error or 'ran'}; ported: {after.error or 'ran'}")
@@ -297,7 +302,7 @@ def compare(key: str, original: str, ported: str) -> Difference:
         return Difference(key, False, calls, skipped)
     assert isinstance(a, dict) and isinstance(b, dict)
     # What the original itself does differently from run to run (a free port, the time) is no change by the port.
-    again = run_version(original, name).comparable()
+    again = run_version(original, name, with_stubs=with_stubs).comparable()
     if isinstance(again, dict):
         _drop_unstable(a, b, again)
         if a == b:
