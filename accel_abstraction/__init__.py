@@ -101,6 +101,16 @@ def is_available() -> bool:
     return _bound("is_available")()
 
 
+def is_accelerator_available() -> bool:
+    """True if the selected backend is an accelerator other than the host CPU (as ``torch.accelerator.is_available()``).
+
+    False on the cpu backend, true on a GPU or an (even emulated) accelerator device. What
+    ``accel port`` writes for ``torch.cuda.is_available()``: the ported program takes its
+    CPU branch on the cpu backend, as the original did on a machine without CUDA.
+    """
+    return _bound("is_accelerator_available")()
+
+
 def capabilities() -> Capabilities:
     """What the selected backend supports; unsupported features raise ``CapabilityError``."""
     return _bound("capabilities")()

@@ -54,7 +54,7 @@ API: tuple[Row, ...] = (
     Row("using", "select"),
     Row("backend", "state"),
     Row("device_type", "state"),
-    *_bound("is_available", "capabilities"),
+    *_bound("is_available", "is_accelerator_available", "capabilities"),
     # devices
     *_bound("device_count", "current_device", "set_device", "device", "device_name"),
     # execution (Stream and Event are the backend's classes where it has them)

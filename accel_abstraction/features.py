@@ -44,6 +44,13 @@ class Capabilities:
     true: ``"allocator"`` (bytes held by the device's tensor allocator, as ``torch.cuda``
     reports them) or ``"process"`` (the process's resident set size and its peak: the cpu
     backend, whose allocator keeps no statistics).
+
+    ``accelerator`` says whether the device is an accelerator distinct from the host CPU,
+    as ``torch.accelerator.is_available()`` would answer for it: true for a GPU or an
+    (even emulated) accelerator device, false for a backend that runs on the host CPU.
+    ``accel.is_accelerator_available()`` answers from it, and ``accel port`` turns
+    ``torch.cuda.is_available()`` into that question, so a ported program takes its CPU
+    branch on the cpu backend as it did on a machine without CUDA.
     """
 
     streams: bool = False
@@ -59,6 +66,7 @@ class Capabilities:
     tf32: bool = False
     distributed: bool = True
     visible_devices: bool = False
+    accelerator: bool = True
     compile_backend: str | None = "inductor"
     memory_source: str = "allocator"
     extras: Mapping[str, bool] = field(default_factory=dict)

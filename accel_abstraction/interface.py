@@ -141,6 +141,17 @@ class Backend:
         """True if the backend can run in this process."""
         return self.availability().available
 
+    def is_accelerator_available(self) -> bool:
+        """True if this backend runs on an accelerator other than the host CPU and can run here.
+
+        What ``torch.accelerator.is_available()`` answers: false for a backend whose
+        :meth:`capabilities` declare ``accelerator=False`` (one running on the host CPU).
+        """
+        caps = self._caps
+        if caps is None:
+            caps = self._caps = self.capabilities()
+        return caps.accelerator and self.is_available()
+
     def capabilities(self) -> Capabilities:
         """The features this backend supports. Plugins override this; the default declares only the basics."""
         return Capabilities()

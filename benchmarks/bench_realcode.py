@@ -14,6 +14,9 @@ Prints:
 - portable agreement: sites annotated portable that ``accel port`` rewrites, and
   manual ones it reports as needing a person;
 - files that no longer parse after ``accel port`` (and files port refused);
+- behaviour changed on cpu: files whose original and ported versions, run with the cpu
+  backend (:mod:`realcode.differential`: executed as modules, every function callable
+  without arguments called), differ in results, errors or printed output;
 - with ``--run``: the end-to-end runs of :mod:`realcode.e2e` (original on CPU vs ported on
   emulated neuron, printed losses compared).
 """
@@ -37,6 +40,8 @@ from accel_abstraction.porting.runner import read_source  # noqa: E402
 from accel_abstraction.porting.scanner import scan_source  # noqa: E402
 
 ANNOTATIONS = HERE / "realcode" / "annotations.tsv"
+#: --stub-args: the differential runs also call functions that need arguments (each a stub).
+STUB_ARGS = False
 
 
 @dataclass(frozen=True)
@@ -62,20 +67,49 @@ def load_annotations() -> tuple[list[Site], dict[str, set[int]]]:
     return sites, lookalikes
 
 
-def score(verbose: bool) -> int:
+def score(verbose: bool, only: str | None = None, cpu: bool = True) -> int:
     everything = sources()
     if not all(s.cached.exists() for s in everything):
         print(f"realcode cache missing under {CACHE}: run python benchmarks/realcode/build_cache.py")
         return 0
     for name in ("dev", "heldout"):
+        if only is not None and name != only:
+            continue
         chosen = [s for s in everything if s.set == name]
         if chosen:
             print(f"== {name} set" + (" (annotated, never tuned on)" if name == "heldout" else " (the rules were written against it)"))
-            score_files(chosen, verbose)
+            score_files(chosen, verbose, cpu)
     return 0
 
 
-def score_files(srcs: list[Source], verbose: bool) -> None:
+def behaviour_on_cpu(srcs: list[Source], verbose: bool, with_stubs: bool = False) -> None:
+    """Run every file's original and ported version with the cpu backend and count the files that differ."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from realcode.differential import compare
+
+    def one(src: Source):  # type: ignore[no-untyped-def]
+        text, _ = read_source(src.cached)
+        return compare(src.key, text, port_source(text, src.key).output, with_stubs=with_stubs)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:  # each comparison runs two child interpreters
+        results = list(pool.map(one, srcs))
+    changed = [r for r in results if r.changed]
+    print(f"behaviour changed on cpu: {len(changed)} of {len(results)} files "
+          f"({sum(r.called for r in results)} functions called{' (arguments stubbed)' if with_stubs else ''}, "
+          f"{sum(r.skipped for r in results)} needing arguments not called)")
+    now_run = [f"{r.key}:{fn}()" for r in results for fn in r.now_run]
+    print(f"calls that raised in the original without CUDA and run after the port: {len(now_run)}"
+          + (f" ({', '.join(now_run)})" if now_run else ""))
+    for r in changed:
+        print(f"  changed on cpu: {r.key}: {r.detail}")
+    if verbose:
+        for r in results:
+            if not r.changed and r.called == 0:
+                print(f"  only executed, no function callable without arguments: {r.key}")
+
+
+def score_files(srcs: list[Source], verbose: bool, cpu: bool = True) -> None:
     keys = {s.key for s in srcs}
     all_sites, all_lookalikes = load_annotations()
     sites = [s for s in all_sites if s.file in keys]
@@ -129,6 +163,8 @@ def score_files(srcs: list[Source], verbose: bool) -> None:
             parse_ok += 1
         except SyntaxError as exc:
             print(f"  does not parse after port: {src.key}: {exc}")
+    if cpu:
+        behaviour_on_cpu(srcs, verbose, STUB_ARGS)
     n_look = sum(len(v) for v in lookalikes.values())
     repos = len({s.repo for s in srcs})
     print(f"real code: {len(srcs)} files from {repos} repositories, {lines_total} lines; "
@@ -152,8 +188,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="list every miss and false alarm")
     parser.add_argument("--run", action="store_true", help="also run the end-to-end scripts (minutes)")
+    parser.add_argument("--no-cpu", action="store_true", help="skip the differential runs on the cpu backend (minutes)")
+    parser.add_argument("--set", choices=("dev", "heldout"), help="score only this set (tune on dev without looking at held-out)")
+    parser.add_argument("--stub-args", action="store_true", help="differential runs also call functions needing arguments, with stubs")
     args = parser.parse_args()
-    code = score(args.verbose)
+    global STUB_ARGS
+    STUB_ARGS = args.stub_args
+    code = score(args.verbose, args.set, not args.no_cpu)
     if args.run:
         from realcode.e2e import run_all
 

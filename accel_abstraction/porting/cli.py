@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError
 from ..safe_io import atomic_write, dir_lock
 from ..settings import find_pyproject
-from . import report
+from . import cli_options, report
 from .apply import port_paths, unified_diff
 from .rules import BUILTIN_RULES, Rule
 from .runner import iter_python_files, load_plugin_rules, scan_paths, want_progress
@@ -169,6 +169,7 @@ def _port(args: argparse.Namespace, files: list[Path], selection: Selection, wri
     as_json = args.format == "json"
     changed = manual = 0
     failed: list[str] = []
+    options: list[cli_options.CudaOption] = []
     entries: list[dict[str, object]] = []
     progress = want_progress(args.progress, len(files))
     results = port_paths(
@@ -195,12 +196,19 @@ def _port(args: argparse.Namespace, files: list[Path], selection: Selection, wri
         if not as_json:
             for finding in result.manual:
                 print(f"{report.format_finding(finding)} [not ported]", file=sys.stderr)
+        options += cli_options.find(result.source, result.path)
     verb = "ported" if write else "would port"
     if as_json:
         summary = {"files": len(files), "changed": changed, "manual": manual, "errors": len(failed), "written": write}
-        sys.stdout.write(json.dumps({"version": 1, "files": entries, "summary": summary}, indent=2) + "\n")
+        document = {"version": 1, "files": entries, "cuda_options": [str(o) for o in options], "summary": summary}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
-        print(f"{verb} {changed} file(s); {manual} site(s) need a person; {len(failed)} error(s)", file=sys.stderr)
+        if options:
+            print("command-line options of the ported program that name CUDA (change how it is started):", file=sys.stderr)
+            for option in options:
+                print(f"  {option}", file=sys.stderr)
+        print(f"{verb} {changed} file(s); {manual} site(s) need a person; {len(options)} command-line option(s) name CUDA; "
+              f"{len(failed)} error(s)", file=sys.stderr)  # fmt: skip
     if failed:
         if write and not as_json:
             print(f"not written ({len(failed)}; each unchanged on disk): {', '.join(failed)}", file=sys.stderr)

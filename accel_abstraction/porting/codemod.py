@@ -27,6 +27,7 @@ except ModuleNotFoundError as _exc:
     raise missing(_exc, "libcst", "accel port (lossless rewriting)") from None
 
 from .findings import Finding, Fix
+from .mapping import ACCELERATOR_TEST
 from .scanner import TOO_DEEP, scan_source
 
 ACCEL_IMPORT = "import accel_abstraction as accel\n"
@@ -115,7 +116,8 @@ def _is_cuda(node: cst.BaseExpression, paren: bool) -> cst.BaseExpression:
     if not isinstance(node, cst.Attribute):
         raise _Unapplied
     left = cst.Attribute(value=cst.Attribute(value=node.value, attr=cst.Name("device")), attr=cst.Name("type"))
-    comparison = cst.Comparison(left=left, comparisons=[cst.ComparisonTarget(cst.Equal(), _expr("accel.device_type()"))])
+    # "on an accelerator": false for a CPU tensor, as .is_cuda was on a machine without CUDA
+    comparison = cst.Comparison(left=left, comparisons=[cst.ComparisonTarget(cst.NotEqual(), _expr('"cpu"'))])
     if paren:
         comparison = comparison.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     return comparison
@@ -157,7 +159,53 @@ def _autocast_enabled(node: cst.BaseExpression, callee: str) -> cst.BaseExpressi
     return node.with_changes(func=_expr(callee), args=[first, *node.args[1:]])
 
 
+_SIMPLE = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.SimpleString, cst.Integer)
+
+
+def _guard_value(new: cst.BaseExpression, otherwise: str, paren: bool) -> cst.BaseExpression:
+    """``new`` -> ``(new if accel.is_accelerator_available() else otherwise)``."""
+    guarded = cst.IfExp(test=_expr(ACCELERATOR_TEST), body=new, orelse=_expr(otherwise))
+    if paren:
+        guarded = guarded.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return guarded
+
+
+def _guard_enabled(node: cst.BaseExpression) -> cst.BaseExpression:
+    """A call gets ``enabled=... and accel.is_accelerator_available()`` (disabled on the cpu backend)."""
+    if not isinstance(node, cst.Call):
+        raise _Unapplied
+    args = list(node.args)
+    test = _expr(ACCELERATOR_TEST)
+    for i, arg in enumerate(args):
+        if arg.keyword is not None and arg.keyword.value == "enabled":
+            value = arg.value
+            if not isinstance(value, _SIMPLE) or value.lpar:
+                value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            both = cst.BooleanOperation(left=value, operator=cst.And(), right=test)
+            args[i] = arg.with_changes(value=both)
+            return node.with_changes(args=args)
+    if any(a.star == "**" for a in args):
+        raise _Unapplied  # enabled may come in **kwargs
+    equal = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    if args and not isinstance(args[-1].comma, cst.Comma):
+        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    args.append(cst.Arg(test, keyword=cst.Name("enabled"), equal=equal))
+    return node.with_changes(args=args)
+
+
 def _apply(fix: Fix, node: cst.CSTNode) -> cst.CSTNode | cst.RemovalSentinel:
+    new = _apply_kind(fix, node)
+    if fix.guard == "enabled" and isinstance(new, cst.BaseExpression):
+        return _guard_enabled(new)
+    if fix.guard in ("value", "bare"):
+        if isinstance(new, cst.Expr):
+            return new.with_changes(value=_guard_value(new.value, fix.otherwise or "None", paren=False))
+        if isinstance(new, cst.BaseExpression):
+            return _guard_value(new.with_changes(lpar=[], rpar=[]), fix.otherwise or "None", paren=fix.guard == "value")
+    return new
+
+
+def _apply_kind(fix: Fix, node: cst.CSTNode) -> cst.CSTNode | cst.RemovalSentinel:
     kind = fix.kind
     if kind == "assign_call":
         if not isinstance(node, cst.Assign):
@@ -170,6 +218,8 @@ def _apply(fix: Fix, node: cst.CSTNode) -> cst.CSTNode | cst.RemovalSentinel:
     if not isinstance(node, cst.BaseExpression):
         raise _Unapplied
     new: cst.BaseExpression
+    if kind == "keep":
+        return node  # only the guard changes it
     if kind == "replace":
         new = _expr(fix.text)
     elif kind == "rename_call":

@@ -25,6 +25,10 @@ RANK_NAME = re.compile(
 )
 _STRING_PREFIX = re.compile(r"^([rRuU]?)(['\"])cuda")
 _NVCC_FLAGS = ("-gencode", "--generate-code", "-arch=sm_", "--gpu-architecture")  # accel: ignore[ACC201]
+#: Variables read by CUDA and its libraries (cuBLAS, cuDNN, NCCL, ...), by name prefix.
+_CUDA_ENV_PREFIXES = ("CUDA_", "NCCL_", "CUDNN_", "CUBLAS_", "CUBLASLT_", "CUFFT_", "CURAND_", "CUSPARSE_", "NVIDIA_", "NVTE_")  # accel: ignore
+#: NVIDIA toolkit programs named as a string (``[nvcc, "-V"]`` built from ``os.path.join(CUDA_HOME, "bin", "nvcc")``).
+_NVIDIA_TOOL = re.compile(r"^(?:.*/)?(?:nvcc|cuobjdump|nvdisasm|nvprof|nvidia-smi)(?:\.exe)?(?:\s+-.*)?$")  # accel: ignore
 
 
 def arg_of(call: ast.Call, index: int, keyword: str) -> tuple[ast.AST | None, int | str]:
@@ -191,10 +195,16 @@ class DeviceChecks(Reporter):
             self.backend_value(node.orelse)
             return
         value = str_value(node)
-        if node is None or value is None or "nccl" not in value or id(node) in self.done:
+        if node is None or value is None or "nccl" not in value.lower() or id(node) in self.done:
             return
         self.done.add(id(node))
-        if value == "nccl":
+        if value.lower() == "nccl" and id(node) in self.compared:
+            # `args.dist_backend == "nccl"` asks "the accelerator's collective library?": on the cpu backend it
+            # keeps comparing with "nccl" (a program started there with --dist-backend gloo answers False, as before)
+            quote = (self.segment(node) or '"')[0]
+            self.report(node, "ACC171", None, "replace", "accel.dist_backend()", guard="value", otherwise=f"{quote}{value}{quote}",
+                        suggestion=f"accel.dist_backend() if accel.is_accelerator_available() else {value!r}")  # fmt: skip
+        elif value.lower() == "nccl":
             self.report(node, "ACC171", None, "replace", "accel.dist_backend()")
         else:
             self.report(node, "ACC171", "backend string names nccl alongside others")
@@ -214,22 +224,28 @@ class DeviceChecks(Reporter):
         value = node.value
         if not isinstance(value, str) or id(node) in self.done:
             return
-        if value == "nccl":
+        if value in ("nccl", "NCCL"):
             self.backend_value(node)
         elif value.startswith("nvidia-smi"):  # accel: ignore[ACC206]
             self.report(node, "ACC206", "runs nvidia-smi", suggestion="query accel.device_name() / accel.mem_get_info() instead")
         elif value == "TORCH_CUDA_ARCH_LIST" or value.startswith(_NVCC_FLAGS):  # accel: ignore[ACC201]
             self.report(node, "ACC201", f"CUDA build setting {value.split()[0]!r}", suggestion="CUDA kernels must be built per backend")
+        elif _NVIDIA_TOOL.match(value):
+            self.report(node, "ACC206", f"runs the NVIDIA tool {value.split()[0]!r}",
+                        suggestion="a CUDA toolkit tool; ask accel.backend().name / accel.capabilities() instead")  # fmt: skip
 
     # ---- environment and extensions
-    def env_name(self, node: ast.AST) -> None:
+    def env_name(self, node: ast.AST, paren: bool = False) -> None:
         name = str_value(node)
         if name is None or id(node) in self.done:
             return
         self.done.add(id(node))
         if name == "CUDA_VISIBLE_DEVICES":
-            self.report(node, "ACC192", None, "replace", "accel.visible_devices_env()")
-        elif name.startswith(("CUDA_", "NCCL_", "CUDNN_")) or "_CUDA_" in name:
+            # the cpu backend has no such variable (visible_devices_env() raises there): keep the name it had
+            quote = (self.segment(node) or '"')[0]
+            self.report(node, "ACC192", None, "replace", "accel.visible_devices_env()", guard="value" if paren else "bare",
+                        otherwise=f"{quote}CUDA_VISIBLE_DEVICES{quote}")  # fmt: skip
+        elif name.startswith(_CUDA_ENV_PREFIXES) or "_CUDA_" in name or "_NCCL_" in name or "_CUDNN_" in name:
             self.report(node, "ACC199", name, suggestion="only CUDA reads it; set the selected backend's own variable")
 
     def cpp_extension(self, node: ast.Call) -> None:

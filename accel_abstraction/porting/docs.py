@@ -38,13 +38,13 @@ def rules_table() -> str:
 
 def api_table() -> str:
     """One row per CUDA API of the mapping table."""
-    lines = ["| CUDA API | Code | Kind | Port to |", "|---|---|---|---|"]
+    lines = ["| CUDA API | Code | Kind | Port to | On the cpu backend |", "|---|---|---|---|---|"]
     for row in TABLE:
         port_to = _code(row.port_to) if row.portable else "manual: " + _cell(row.hint)
         if row.portable and row.hint:
             port_to += f" ({_cell(row.hint)})"
         name = row.api + ("." + "*" if row.kind == "manual" and row.api.count(".") < 2 else "")
-        lines.append(f"| `{name}` | {row.code} | {row.kind} | {port_to} |")
+        lines.append(f"| `{name}` | {row.code} | {row.kind} | {port_to} | {_cell(row.on_cpu_text)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -32,6 +32,14 @@ class Fix:
             previous statement's portable call).
         ``autocast_enabled``: ``torch.cuda.amp.autocast(flag)`` becomes
             ``text(enabled=flag)``.
+        ``keep``: the expression stays; only ``guard`` changes it.
+
+    ``guard`` keeps the meaning on the cpu backend (see :mod:`.mapping`, ``on_cpu``):
+        ``"value"``: the rewritten expression ``e`` becomes
+            ``(e if accel.is_accelerator_available() else otherwise)``;
+            ``"bare"``: the same without parentheses (the whole statement or assigned value);
+        ``"enabled"``: the rewritten call gets ``enabled=... and accel.is_accelerator_available()``
+            (``enabled=accel.is_accelerator_available()`` when it had none).
     """
 
     kind: str
@@ -41,6 +49,8 @@ class Fix:
     end_col: int
     text: str = ""
     drop: int | str | None = None
+    guard: str = ""
+    otherwise: str = ""
 
     @property
     def span(self) -> tuple[int, int, int, int]:

@@ -29,8 +29,12 @@ _CUDA_LITERAL = re.compile(r"^cuda(:\d+)?$")
 
 
 def str_value(node: ast.AST | None) -> str | None:
-    """The value of a string constant, else ``None``."""
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+    """The value of a string constant (an f-string without placeholders too: ``f"cuda"``), else ``None``."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in node.values):
+        return "".join(str(v.value) for v in node.values)  # type: ignore[attr-defined]
+    return None
 
 
 def last_name(node: ast.AST) -> str | None:

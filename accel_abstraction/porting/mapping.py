@@ -20,15 +20,47 @@ Row kinds:
   ``torch.cuda.get_device_properties`` is reported with its own hint and any other
   ``torch.cuda.*`` with the generic one.
 - ``package``: an imported package that is inherently CUDA (``apex``, ``cupy``).
+
+What a rewrite means on the cpu backend (column ``on_cpu``): a port must not change what a
+program does on the machine it ran on before, a CPU without CUDA.  Each portable row says
+which of these holds, and ``tests/porting/test_cpu_meaning.py`` runs the original and the
+ported call with the cpu backend for every row and checks it:
+
+- ``SAME``: the accel call answers what the CUDA call answers without CUDA
+  (``torch.cuda.is_available()`` -> ``accel.is_accelerator_available()``: False);
+- ``GUARDED``: the accel call would answer differently on the cpu backend (``accel.device_count()``
+  is 1 where ``torch.cuda.device_count()`` was 0; ``accel.manual_seed_all`` seeds the CPU
+  generator where the CUDA one was a no-op), so the port asks
+  ``accel.is_accelerator_available()`` first and keeps ``cpu_value`` otherwise;
+- ``ENABLED``: autocast and GradScaler without CUDA are disabled; the port passes
+  ``enabled=... and accel.is_accelerator_available()`` so they stay disabled on the cpu backend;
+- ``RAISES``: the CUDA call raises without CUDA, so no program that ran on a CPU reached it; the
+  port runs there.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
 Kind = Literal["call", "flag", "manual", "package"]
+
+#: ``on_cpu`` values (module docstring).
+SAME = "same"
+GUARDED = "guarded"
+ENABLED = "enabled"
+RAISES = "raises"
+#: What each ``on_cpu`` value means, as the docs table shows it.
+ON_CPU_TEXT = {
+    SAME: "same result as without CUDA",
+    GUARDED: "asks accel.is_accelerator_available() first; keeps `{cpu_value}` as without CUDA",
+    ENABLED: "disabled, as without CUDA (`enabled=... and accel.is_accelerator_available()`)",
+    RAISES: "the CUDA call raises without CUDA; the port runs",
+}
+#: The predicate guarded rewrites ask first.
+ACCELERATOR_TEST = "accel.is_accelerator_available()"
 
 
 @dataclass(frozen=True)
@@ -41,6 +73,9 @@ class ApiMapping:
         kind: ``call``, ``flag``, ``manual`` or ``package`` (module docstring).
         replacement: the accel callable (``"accel.synchronize"``) for ``call``/``flag`` rows.
         hint: for manual rows, what a person should do; for others a note (may be empty).
+        on_cpu: for portable rows, what the rewrite means on the cpu backend compared with
+            the original on a machine without CUDA (``SAME``, ``GUARDED``, ``ENABLED``, ``RAISES``).
+        cpu_value: for ``GUARDED`` rows, the original's result without CUDA (source text).
     """
 
     api: str
@@ -48,6 +83,18 @@ class ApiMapping:
     kind: Kind
     replacement: str | None = None
     hint: str = ""
+    on_cpu: str = ""
+    cpu_value: str | None = None
+
+    @property
+    def guarded(self) -> bool:
+        """Whether the port asks :data:`ACCELERATOR_TEST` before the accel call (keeps ``cpu_value`` otherwise)."""
+        return self.on_cpu == GUARDED
+
+    @property
+    def on_cpu_text(self) -> str:
+        """``on_cpu`` in words (the docs column); empty for manual rows."""
+        return ON_CPU_TEXT[self.on_cpu].format(cpu_value=self.cpu_value) if self.on_cpu else ""
 
     @property
     def portable(self) -> bool:
@@ -64,8 +111,13 @@ class ApiMapping:
         return f"{self.replacement}()"
 
 
-def _call(api: str, code: str, replacement: str, hint: str = "") -> ApiMapping:
-    return ApiMapping(api, code, "call", replacement, hint)
+def _call(api: str, code: str, replacement: str, on_cpu: str, hint: str = "", cpu_value: str | None = None) -> ApiMapping:
+    return ApiMapping(api, code, "call", replacement, hint, on_cpu, cpu_value)
+
+
+def _kept(api: str, code: str, replacement: str, cpu_value: str, hint: str = "") -> ApiMapping:
+    """A row whose port asks :data:`ACCELERATOR_TEST` first and keeps ``cpu_value`` (the original's result without CUDA)."""
+    return ApiMapping(api, code, "call", replacement, hint, GUARDED, cpu_value)
 
 
 def _manual(api: str, code: str, hint: str) -> ApiMapping:
@@ -73,58 +125,62 @@ def _manual(api: str, code: str, hint: str) -> ApiMapping:
 
 
 _C = "torch.cuda."
+_EXTENSION_HINT = "a compiled CUDA kernel module; use the torch operation it accelerates, or a kernel built for the backend"
+#: A module named like a compiled CUDA extension (``fused_layer_norm_cuda``, ``xentropy_cuda``).
+_CUDA_MODULE = re.compile(r"^\w+_cuda(?:_\w+)?$")
+_CUDA_MODULE_ROW = ApiMapping("*_cuda", "ACC201", "package", None, _EXTENSION_HINT)
 
 TABLE: tuple[ApiMapping, ...] = (
     # ---- device identity
-    _call(_C + "is_available", "ACC121", "accel.is_available"),
-    _call(_C + "device_count", "ACC122", "accel.device_count"),
-    _call(_C + "current_device", "ACC123", "accel.current_device"),
-    _call(_C + "set_device", "ACC123", "accel.set_device"),
-    _call(_C + "get_device_name", "ACC123", "accel.device_name"),
-    _call(_C + "is_bf16_supported", "ACC124", "accel.is_bf16_supported"),
+    _call(_C + "is_available", "ACC121", "accel.is_accelerator_available", SAME),
+    _kept(_C + "device_count", "ACC122", "accel.device_count", "0"),
+    _call(_C + "current_device", "ACC123", "accel.current_device", RAISES),
+    _call(_C + "set_device", "ACC123", "accel.set_device", RAISES),
+    _call(_C + "get_device_name", "ACC123", "accel.device_name", RAISES),
+    _kept(_C + "is_bf16_supported", "ACC124", "accel.is_bf16_supported", "False"),
     _manual(_C + "get_device_properties", "ACC125", "no portable equivalent; ask accel.capabilities()"),
     _manual(_C + "get_device_capability", "ACC125", "compute capability is CUDA-only; ask accel.capabilities()"),
     _manual(_C + "get_arch_list", "ACC125", "CUDA architectures have no portable equivalent"),
     # ---- AMP
-    _call(_C + "amp.autocast", "ACC131", "accel.autocast", "keyword arguments only; the dtype default follows the backend"),
-    _call(_C + "amp.GradScaler", "ACC133", "accel.GradScaler"),
-    _call(_C + "amp.grad_scaler.GradScaler", "ACC133", "accel.GradScaler"),
+    _call(_C + "amp.autocast", "ACC131", "accel.autocast", ENABLED, "keyword arguments only; the dtype default follows the backend"),
+    _call(_C + "amp.GradScaler", "ACC133", "accel.GradScaler", ENABLED),
+    _call(_C + "amp.grad_scaler.GradScaler", "ACC133", "accel.GradScaler", ENABLED),
     _manual(_C + "amp.custom_fwd", "ACC139", "torch.amp.custom_fwd(device_type=accel.device_type())"),
     _manual(_C + "amp.custom_bwd", "ACC139", "torch.amp.custom_bwd(device_type=accel.device_type())"),
     _manual(_C + "amp", "ACC139", "use torch.amp with device_type=accel.device_type()"),
     # ---- RNG
-    _call(_C + "manual_seed", "ACC141", "accel.manual_seed"),
-    _call(_C + "manual_seed_all", "ACC141", "accel.manual_seed_all"),
-    _call(_C + "random.manual_seed", "ACC141", "accel.manual_seed"),
-    _call(_C + "random.manual_seed_all", "ACC141", "accel.manual_seed_all"),
-    _call(_C + "seed", "ACC141", "accel.seed"),
-    _call(_C + "seed_all", "ACC141", "accel.seed", "accel.seed() seeds every device of the backend"),
-    _call(_C + "initial_seed", "ACC141", "accel.initial_seed"),
-    _call(_C + "get_rng_state", "ACC141", "accel.get_rng_state"),
-    _call(_C + "set_rng_state", "ACC141", "accel.set_rng_state"),
-    _call(_C + "get_rng_state_all", "ACC141", "accel.get_rng_state_all"),
-    _call(_C + "set_rng_state_all", "ACC141", "accel.set_rng_state_all"),
+    _kept(_C + "manual_seed", "ACC141", "accel.manual_seed", "None"),
+    _kept(_C + "manual_seed_all", "ACC141", "accel.manual_seed_all", "None"),
+    _kept(_C + "random.manual_seed", "ACC141", "accel.manual_seed", "None"),
+    _kept(_C + "random.manual_seed_all", "ACC141", "accel.manual_seed_all", "None"),
+    _kept(_C + "seed", "ACC141", "accel.seed", "None"),
+    _kept(_C + "seed_all", "ACC141", "accel.seed", "None", "accel.seed() seeds every device of the backend"),
+    _call(_C + "initial_seed", "ACC141", "accel.initial_seed", RAISES),
+    _call(_C + "get_rng_state", "ACC141", "accel.get_rng_state", RAISES),
+    _kept(_C + "set_rng_state", "ACC141", "accel.set_rng_state", "None"),
+    _kept(_C + "get_rng_state_all", "ACC141", "accel.get_rng_state_all", "[]"),
+    _kept(_C + "set_rng_state_all", "ACC141", "accel.set_rng_state_all", "None"),
     # ---- memory
-    _call(_C + "memory_allocated", "ACC151", "accel.memory_allocated"),
-    _call(_C + "max_memory_allocated", "ACC151", "accel.max_memory_allocated"),
-    _call(_C + "memory_reserved", "ACC151", "accel.memory_reserved"),
-    _call(_C + "max_memory_reserved", "ACC151", "accel.max_memory_reserved"),
-    _call(_C + "memory_cached", "ACC151", "accel.memory_reserved", "memory_cached is the deprecated name"),
-    _call(_C + "max_memory_cached", "ACC151", "accel.max_memory_reserved", "max_memory_cached is the deprecated name"),
-    _call(_C + "reset_peak_memory_stats", "ACC151", "accel.reset_peak_memory_stats"),
-    _call(_C + "reset_max_memory_allocated", "ACC151", "accel.reset_peak_memory_stats", "resets every peak, not only allocated"),
-    _call(_C + "empty_cache", "ACC151", "accel.empty_cache"),
-    _call(_C + "memory_stats", "ACC151", "accel.memory_stats"),
-    _call(_C + "mem_get_info", "ACC151", "accel.mem_get_info"),
+    _kept(_C + "memory_allocated", "ACC151", "accel.memory_allocated", "0"),
+    _kept(_C + "max_memory_allocated", "ACC151", "accel.max_memory_allocated", "0"),
+    _kept(_C + "memory_reserved", "ACC151", "accel.memory_reserved", "0"),
+    _kept(_C + "max_memory_reserved", "ACC151", "accel.max_memory_reserved", "0"),
+    _kept(_C + "memory_cached", "ACC151", "accel.memory_reserved", "0", "memory_cached is the deprecated name"),
+    _kept(_C + "max_memory_cached", "ACC151", "accel.max_memory_reserved", "0", "max_memory_cached is the deprecated name"),
+    _call(_C + "reset_peak_memory_stats", "ACC151", "accel.reset_peak_memory_stats", RAISES),
+    _call(_C + "reset_max_memory_allocated", "ACC151", "accel.reset_peak_memory_stats", RAISES, "resets every peak, not only allocated"),
+    _call(_C + "empty_cache", "ACC151", "accel.empty_cache", SAME),
+    _kept(_C + "memory_stats", "ACC151", "accel.memory_stats", "{}"),
+    _call(_C + "mem_get_info", "ACC151", "accel.mem_get_info", RAISES),
     _manual(_C + "memory_summary", "ACC151", "no portable equivalent; print accel.memory_stats()"),
     _manual(_C + "set_per_process_memory_fraction", "ACC151", "no portable equivalent"),
     _manual(_C + "memory", "ACC151", "no public accel equivalent for this statistic"),
     # ---- execution
-    _call(_C + "synchronize", "ACC161", "accel.synchronize"),
-    _call(_C + "Stream", "ACC162", "accel.Stream"),
-    _call(_C + "Event", "ACC162", "accel.Event"),
-    _call(_C + "current_stream", "ACC162", "accel.current_stream"),
-    _call(_C + "stream", "ACC162", "accel.stream"),
+    _call(_C + "synchronize", "ACC161", "accel.synchronize", RAISES),
+    _call(_C + "Stream", "ACC162", "accel.Stream", RAISES),
+    _call(_C + "Event", "ACC162", "accel.Event", RAISES),
+    _call(_C + "current_stream", "ACC162", "accel.current_stream", RAISES),
+    _call(_C + "stream", "ACC162", "accel.stream", RAISES, "a stream made by torch.cuda.Stream cannot exist without CUDA"),
     _manual(_C + "default_stream", "ACC162", "no public accel equivalent"),
     _manual(_C + "set_stream", "ACC162", "use accel.stream(s) as a context manager"),
     _manual(_C + "StreamContext", "ACC162", "use accel.stream(s)"),
@@ -138,10 +194,10 @@ TABLE: tuple[ApiMapping, ...] = (
     _manual(_C + "device", "ACC123", "use accel.set_device(i) (no portable context manager)"),
     _manual("torch.cuda", "ACC129", "no portable equivalent"),
     # ---- backend flags
-    ApiMapping("torch.backends.cudnn.deterministic", "ACC181", "flag", "accel.set_deterministic"),
-    ApiMapping("torch.backends.cudnn.benchmark", "ACC182", "flag", "accel.set_benchmark"),
-    ApiMapping("torch.backends.cuda.matmul.allow_tf32", "ACC183", "flag", "accel.set_allow_tf32"),
-    ApiMapping("torch.backends.cudnn.allow_tf32", "ACC183", "flag", "accel.set_allow_tf32"),
+    ApiMapping("torch.backends.cudnn.deterministic", "ACC181", "flag", "accel.set_deterministic", "", GUARDED, "None"),
+    ApiMapping("torch.backends.cudnn.benchmark", "ACC182", "flag", "accel.set_benchmark", "", SAME),
+    ApiMapping("torch.backends.cuda.matmul.allow_tf32", "ACC183", "flag", "accel.set_allow_tf32", "", SAME),
+    ApiMapping("torch.backends.cudnn.allow_tf32", "ACC183", "flag", "accel.set_allow_tf32", "", SAME),
     *(
         _manual(f"torch.backends.cuda.{name}", "ACC189", "torch.nn.attention.sdpa_kernel(...) chooses attention kernels on every device")
         for name in ("sdp_kernel", "enable_flash_sdp", "enable_mem_efficient_sdp", "enable_math_sdp", "enable_cudnn_sdp")
@@ -159,6 +215,14 @@ TABLE: tuple[ApiMapping, ...] = (
     ),
     _manual("torch.utils.cpp_extension.CUDAExtension", "ACC201", "CUDA kernels must be built per backend"),
     _manual("torch.utils.cpp_extension.CUDA_HOME", "ACC201", "the CUDA toolkit path; build kernels per backend"),
+    # ---- torch's environment report: NVIDIA helpers
+    *(
+        _manual(f"torch.utils.collect_env.{name}", "ACC206", "an NVIDIA/CUDA environment query; report accel.backend().name and accel.device_name() instead")
+        for name in (
+            "get_nvidia_driver_version", "get_gpu_info", "get_running_cuda_version", "get_cudnn_version",
+            "get_nvidia_smi", "get_cuda_module_loading_config", "get_cachingallocator_config",
+        )
+    ),  # fmt: skip
     # ---- packages that are inherently CUDA
     ApiMapping("cupy", "ACC203", "package", None, "CuPy arrays live on CUDA devices; use torch on accel.device()"),
     ApiMapping("apex", "ACC204", "package", None, "apex is NVIDIA-only; use torch.amp (accel.autocast, accel.GradScaler) and torch.optim"),
@@ -166,6 +230,11 @@ TABLE: tuple[ApiMapping, ...] = (
     ApiMapping("pycuda", "ACC201", "package", None, "PyCUDA kernels are CUDA-only"),
     ApiMapping("numba.cuda", "ACC201", "package", None, "numba.cuda kernels are CUDA-only"),
     ApiMapping("pynvml", "ACC206", "package", None, "NVML queries NVIDIA GPUs only; use accel.device_name() / accel.mem_get_info()"),
+    # compiled CUDA extension modules (apex's kernels and others); any module named *_cuda too (package_row)
+    *(
+        ApiMapping(name, "ACC201", "package", None, _EXTENSION_HINT)
+        for name in ("amp_C", "apex_C", "syncbn", "flash_attn", "flash_attn_2_cuda", "triton")
+    ),
 )
 
 #: Rows by API name.
@@ -203,6 +272,8 @@ def package_row(module: str) -> ApiMapping | None:
     for name, row in PACKAGES.items():
         if module == name or module.startswith(name + "."):
             return row
+    if _CUDA_MODULE.match(module.partition(".")[0]):
+        return _CUDA_MODULE_ROW
     return None
 
 

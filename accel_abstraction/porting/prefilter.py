@@ -19,7 +19,11 @@ from .rules import BUILTIN_PRECHECK
 
 _RANKISH = r"(?:\d|[\w.]*(?:rank|gpu|gpu_id|gpu_idx|gpu_index|device_id|device_idx|device_index|dev_id)\b)"
 #: ``.to(0)``, ``.to(local_rank)``, ``device=0``, ``device_ids=[rank]``: coupling without the word cuda.
-BARE_DEVICE = re.compile(r"\.to\(\s*" + _RANKISH + r"|device(?:_ids)?\s*[=(]\s*\[?\s*" + _RANKISH)
+BARE_DEVICE = re.compile(
+    r"\.to\(\s*" + _RANKISH + r"|device(?:_ids)?\s*[=(]\s*\[?\s*" + _RANKISH
+    # command-line options choosing a device (an integer default is a CUDA ordinal)
+    + r"""|['"]--?(?:device|gpu)[\w-]*['"]"""
+)
 
 
 def might_couple(source: str, extra: Iterable[str] = ()) -> bool:

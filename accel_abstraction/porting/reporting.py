@@ -19,6 +19,8 @@ class Reporter:
         self.findings: list[Finding] = []
         #: ids of nodes already reported by a check that looked at them from their parent
         self.done: set[int] = set()
+        #: ids of string literals that are one side of a comparison (``x == "nccl"``)
+        self.compared: set[int] = set()
         self._raw_lines: list[str] | None = None  # split like the tokenizer does, for segment()
 
     def segment(self, node: ast.AST) -> str | None:
@@ -66,13 +68,15 @@ class Reporter:
         suggestion: str | None = None,
         fix_node: ast.AST | None = None,
         rule: Rule | None = None,
+        guard: str = "",
+        otherwise: str = "",
     ) -> None:
         """Record a finding of rule ``code`` at ``node``; with ``fix_kind``, how to rewrite it."""
         rule = rule or RULES_BY_CODE[code]
         line, col, end_line, end_col = self.span(node)
         fix = None
         if fix_kind is not None:
-            fix = Fix(fix_kind, *self.span(fix_node or node), text=text, drop=drop)
+            fix = Fix(fix_kind, *self.span(fix_node or node), text=text, drop=drop, guard=guard, otherwise=otherwise)
         if fix is None:
             # Not rewritten: say why, or what a person should write instead.
             reason = suggestion or detail or rule.suggestion or "no portable equivalent"

@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 
 from .aliases import AliasMap
+from .cli_options import device_option
 from .devices import DeviceChecks, arg_of
 from .findings import FileResult, Finding
 from .guards import (
@@ -39,7 +40,7 @@ from .guards import (
     last_name,
     str_value,
 )
-from .mapping import CALLS, FLAGS, PACKAGES, lookup, package_row
+from .mapping import ACCELERATOR_TEST, CALLS, ENABLED, FLAGS, PACKAGES, lookup, package_row
 from .prefilter import BARE_DEVICE, hot_lines, might_couple, touches
 from .rules import BUILTIN_PRECHECK, Rule
 
@@ -57,8 +58,19 @@ _TABLE_ROOTS = (
     "torch.profiler.ProfilerActivity.CUDA",
     "torch.autograd.profiler.emit_nvtx",
     "torch._scaled_mm",
+    "torch.utils.collect_env.",
 )
-_INTENTIONAL = ("accel_abstraction", "torch.accelerator")
+#: Modules whose imported names are reported on the import line too (a build or an environment report needs a person).
+_IMPORT_REPORTED = ("torch.utils.cpp_extension.CUDA_HOME", "torch.utils.collect_env.")
+_DIST_BACKEND_ENUM = {"torch.distributed.Backend.NCCL", "torch.distributed.distributed_c10d.Backend.NCCL"}
+_PARTIAL = {"functools.partial"}
+#: Calls whose first positional argument is a device.
+_TAKES_DEVICE_FIRST = {"torch.set_default_device", "torch.Generator"}
+#: Accelerator abstractions whose answers code asks on purpose (``accel.device_type() == "cuda"``,
+#: DeepSpeed's ``get_accelerator().communication_backend_name() == "nccl"``).
+_INTENTIONAL = ("accel_abstraction", "torch.accelerator", "deepspeed.accelerator")
+#: Abstractions whose "is it cuda" branch is left unreported: it runs only where the selected backend is cuda.
+_OWN = ("accel_abstraction", "torch.accelerator")
 #: Calls whose string arguments are text for people (logs, warnings, output).
 _TEXT_SINKS = frozenset({"print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "write"})
 _BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
@@ -66,12 +78,27 @@ _ACCEL_WORDS = re.compile(r"cuda|gpu|accel", re.IGNORECASE)
 #: Why a file CPython parses can still not be analysed (180 nested calls, a deep literal).
 TOO_DEEP = "too deeply nested to analyse (thousands of nested or chained expressions); this file is skipped, the others are not"
 _SUPPRESS = re.compile(r"#\s*accel:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
-_COUPLED_PREFIXES = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension", *PACKAGES)
+_COUPLED_PREFIXES = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension", "torch.utils.collect_env", *PACKAGES)
 
 
 def _callee(node: ast.AST) -> ast.AST:
     """``f`` for a call ``f(...)``, else the node itself."""
     return node.func if isinstance(node, ast.Call) else node
+
+
+def _own_returns(func: ast.AST) -> Iterator[ast.Return]:
+    """The ``return`` statements of ``func`` itself (not of functions defined inside it)."""
+    stack = list(ast.iter_child_nodes(func))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            yield node
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _has_kw(call: ast.Call, name: str) -> bool:
+    return any(k.arg == name for k in call.keywords)
 
 
 def _coupled_module(qualname: str) -> bool:
@@ -123,9 +150,11 @@ class _Scan(DeviceChecks):
         # Data flow and context, computed on first need (most files never need them).
         self._string_names: frozenset[str] | None = None
         self._device_args: frozenset[str] | None = None
+        self._autocast_names: frozenset[str] | None = None
         self._fused: set[int] | None = None
         self.duplicate_flags: dict[int, int] = self._duplicate_flags() if source.count("allow_tf32") > 1 else {}
         self.guarded: list[tuple[int, int]] = []  # line ranges inside an accelerator guard
+        self.whole_values: set[int] = set()  # ids of expressions that are a whole statement or assigned value
 
     # ---- context for plugin matchers
     def qualname(self, node: ast.AST) -> str | None:
@@ -151,6 +180,7 @@ class _Scan(DeviceChecks):
             ast.JoinedStr: self.visit_runtime_string,  # type: ignore[dict-item]
             ast.BinOp: self.visit_runtime_string,  # type: ignore[dict-item]
             ast.Expr: self.visit_expr,  # type: ignore[dict-item]
+            ast.IfExp: self.visit_ifexp,  # type: ignore[dict-item]
         }
         stack: list[ast.AST] = [self.tree]
         self.stack = stack
@@ -181,6 +211,20 @@ class _Scan(DeviceChecks):
             has = re.search(r"""['"]cuda""", self.source) is not None
             self._string_names = device_string_names(self._hot_nodes()) if has else frozenset()
         return self._string_names
+
+    @property
+    def autocast_names(self) -> frozenset[str]:
+        """Names assigned ``torch.autocast`` itself (``ac = torch.autocast``), called later as ``ac("cuda")``."""
+        if self._autocast_names is None:
+            names: set[str] = set()
+            if "autocast" in self.source:
+                for node in ast.walk(self.tree):  # the assignment's own line need not be hot
+                    if isinstance(node, ast.Assign):
+                        values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
+                        if any(self.aliases.qualname(v) in AUTOCAST for v in values):
+                            names.update(n for n in map(last_name, node.targets) if n)
+            self._autocast_names = frozenset(names)
+        return self._autocast_names
 
     @property
     def device_args(self) -> frozenset[str]:
@@ -252,11 +296,18 @@ class _Scan(DeviceChecks):
         return dup
 
     # ---- device-type tests
-    def _intentional(self, node: ast.AST) -> bool:
-        if isinstance(node, ast.Call):
-            node = node.func
-        q = self.aliases.qualname(node)
-        return q is not None and q.startswith(_INTENTIONAL)
+    def _intentional(self, node: ast.AST, roots: tuple[str, ...] = _INTENTIONAL) -> bool:
+        """Whether ``node`` asks an accelerator abstraction (``accel.x()``, ``get_accelerator().y()``)."""
+        while True:
+            if isinstance(node, ast.Call):
+                node = node.func
+            q = self.aliases.qualname(node)
+            if q is not None:
+                return q.startswith(roots)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Call, ast.Attribute)):
+                node = node.value
+                continue
+            return False
 
     def _device_ish(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Call) and last_name(node.func) == "str" and len(node.args) == 1:
@@ -300,6 +351,8 @@ class _Scan(DeviceChecks):
     # ---- node handlers (return True to visit all children)
     def visit_call(self, node: ast.Call) -> bool:
         func = node.func
+        self.whole_values.update(id(a) for a in node.args)
+        self.whole_values.update(id(k.value) for k in node.keywords)
         if last_name(func) in _TEXT_SINKS:
             # text for people: a "cuda:0" there is a message, not a device
             self.done.update(id(a) for a in (*node.args, *(k.value for k in node.keywords)))
@@ -310,12 +363,20 @@ class _Scan(DeviceChecks):
             row = CALLS.get(q)
             if row is not None:
                 code, target = row.code, row.replacement or ""
+                enabled = "enabled" if row.on_cpu == ENABLED and (code == "ACC131" or _has_kw(node, "enabled")) else ""
                 if code == "ACC131" and node.args:
                     if len(node.args) == 1 and not isinstance(node.args[0], ast.Starred) and not any(k.arg == "enabled" for k in node.keywords):
                         # torch.cuda.amp.autocast(flag): its first parameter is enabled
-                        self.report(func, code, None, "autocast_enabled", target, fix_node=node, suggestion="accel.autocast(enabled=...)")
+                        self.report(func, code, None, "autocast_enabled", target, fix_node=node,
+                                    suggestion="accel.autocast(enabled=...)", guard=enabled)  # fmt: skip
                     else:
                         self.report(func, code, "positional arguments differ from accel.autocast(dtype, enabled)")
+                elif row.guarded:
+                    guard = "bare" if id(node) in self.whole_values else "value"
+                    self.report(func, code, None, "rename_call", target, fix_node=node, guard=guard, otherwise=row.cpu_value or "None",
+                                suggestion=f"{target}(...) if {ACCELERATOR_TEST} else {row.cpu_value}")  # fmt: skip
+                elif enabled:
+                    self.report(func, code, None, "rename_call", target, fix_node=node, guard=enabled, suggestion=f"{target}(..., enabled=... and {ACCELERATOR_TEST})")
                 else:
                     self.report(func, code, None, "replace", target, suggestion=target + "(...)")
                 self.push_call_args(node)
@@ -324,12 +385,14 @@ class _Scan(DeviceChecks):
                 self.torch_device(node)
                 self.push_call_args(node)
                 return False
+            if q in _TAKES_DEVICE_FIRST and node.args:
+                self.device_value(node.args[0])
             if q in AUTOCAST:
                 dev, where = arg_of(node, 0, "device_type")
                 if str_value(dev) == "cuda":
                     assert dev is not None
                     self.done.add(id(dev))
-                    self.report(node, "ACC132", None, "rename_call", "accel.autocast", drop=where)
+                    self.report(node, "ACC132", None, "rename_call", "accel.autocast", drop=where, guard="enabled")
                 self.push_call_args(node)
                 return False
             if q in GRAD_SCALER:
@@ -337,7 +400,8 @@ class _Scan(DeviceChecks):
                 if dev is None or str_value(dev) == "cuda":
                     if dev is not None:
                         self.done.add(id(dev))
-                    self.report(node, "ACC133", None, "rename_call", "accel.GradScaler", drop=where if dev is not None else None)
+                    self.report(node, "ACC133", None, "rename_call", "accel.GradScaler", drop=where if dev is not None else None,
+                                guard="enabled" if _has_kw(node, "enabled") else "")  # fmt: skip
                 self.push_call_args(node)
                 return False
             if q in PROCESS_GROUP:
@@ -349,6 +413,12 @@ class _Scan(DeviceChecks):
                 self.env_name(node.args[0])
             elif q in CPP_EXTENSION_LOAD:
                 self.cpp_extension(node)
+        if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) == 3:
+            # getattr(obj, "device", "cuda"): the default is a device string
+            if DEVICE_NAME.search(str_value(node.args[1]) or ""):
+                self.device_value(node.args[2], string_typed=True)
+        if q not in AUTOCAST and self._autocast_like(node, q):
+            return True
         if isinstance(func, ast.Attribute):
             attr = func.attr
             if attr == "cuda" and q is None:
@@ -369,6 +439,7 @@ class _Scan(DeviceChecks):
                             self.device_value(kw.value, string_typed=True)
                         elif any("backend" in o for o in options):
                             self.backend_value(kw.value)
+                self.cli_option(node, options)
             elif attr == "pin_memory" and not node.args and not node.keywords and not self._in_guard(node.lineno):
                 self.report(node, "ACC191", "Tensor.pin_memory() fails without CUDA", suggestion="guard with accel.capabilities().pinned_memory")
             elif attr == "format":
@@ -379,6 +450,8 @@ class _Scan(DeviceChecks):
                 continue
             if name in ("device", "map_location"):
                 self.device_value(kw.value, allow_int=name == "device")
+            elif name == "pin_memory_device":
+                self.device_value(kw.value, string_typed=True)
             elif name == "pin_memory":
                 if isinstance(kw.value, ast.Constant) and kw.value.value is True and not self._in_guard(kw.value.lineno):
                     self.report(kw.value, "ACC191", None, "replace", "accel.capabilities().pinned_memory")
@@ -390,6 +463,49 @@ class _Scan(DeviceChecks):
                 self.report(kw.value, "ACC207", "fused=True", suggestion="fused optimizer kernels exist per device; keep fused only where the backend has them")
         return True
 
+    def _autocast_like(self, node: ast.Call, q: str | None) -> bool:
+        """``autocast = torch.autocast`` called later as ``autocast("cuda")``, or ``partial(torch.autocast, "cuda")``.
+
+        The literal ``"cuda"`` becomes ``accel.device_type()`` and the call gets
+        ``enabled=... and accel.is_accelerator_available()`` (disabled on the cpu backend, as
+        CUDA autocast was without CUDA).  Returns whether the call was one.
+        """
+        offset = 0
+        partial = q in _PARTIAL or (q is None and last_name(node.func) == "partial")
+        if partial and node.args and self.aliases.qualname(node.args[0]) in AUTOCAST:
+            offset = 1
+        elif q in CALLS or not (
+            "autocast" in (last_name(node.func) or "").lower() or last_name(node.func) in self.autocast_names
+        ):
+            return False
+        dev, _ = arg_of(node, offset, "device_type")
+        if str_value(dev) != "cuda" or dev is None or id(dev) in self.done:
+            return False
+        self.done.add(id(dev))
+        if offset:
+            # partial(torch.autocast, "cuda", ...): the callee is torch.autocast, which takes enabled=
+            self.report(dev, "ACC132", "autocast bound by functools.partial", "replace", "accel.device_type()", suggestion="accel.device_type()")
+            self.report(node, "ACC132", "autocast bound by functools.partial: stays disabled on the cpu backend", "keep", guard="enabled",
+                        suggestion=f"enabled=... and {ACCELERATOR_TEST}")  # fmt: skip
+        else:
+            # a name that may also be nullcontext (`scope = autocast if amp else nullcontext`): only the device
+            # type changes, and it stays "cuda" (autocast disabled, as without CUDA) on the cpu backend
+            quote = (self.segment(dev) or '"')[0]
+            self.report(dev, "ACC132", "autocast bound to a name", "replace", "accel.device_type()", guard="bare",
+                        otherwise=f"{quote}cuda{quote}", suggestion=f"accel.device_type() if {ACCELERATOR_TEST} else 'cuda'")  # fmt: skip
+        return True
+
+    def cli_option(self, node: ast.Call, options: list[str]) -> None:
+        """``add_argument("--device", type=int, default=0)``: an integer default is a CUDA ordinal (see :mod:`.cli_options`)."""
+        option = device_option(options)
+        if option is None:
+            return
+        for kw in node.keywords:
+            value = kw.value
+            if kw.arg == "default" and isinstance(value, ast.Constant) and type(value.value) is int and type(value.value) is not bool:
+                self.report(value, "ACC104", f"{option} defaults to {value.value}, a CUDA device ordinal",
+                            suggestion=f"take a device string; run with `{option} <accel.device_type()>` where you gave an ordinal")  # fmt: skip
+
     def plugin_match(self, rule: Rule, node: ast.AST) -> None:
         assert rule.matcher is not None
         message = rule.matcher(node, self)
@@ -398,8 +514,17 @@ class _Scan(DeviceChecks):
 
     def reference(self, node: ast.AST, q: str) -> bool:
         """Report a resolved name used outside a call. Return True to descend."""
+        if q in _DIST_BACKEND_ENUM:
+            self.report(node, "ACC171", "dist.Backend.NCCL", "replace", "accel.dist_backend()", suggestion="accel.dist_backend()")
+            return False
         row = CALLS.get(q)
         if row is not None:
+            if row.guarded or row.on_cpu == ENABLED:
+                # bound to a name and called later: the call site decides what it means on the cpu backend
+                how = f"{row.replacement}(...) if {ACCELERATOR_TEST} else {row.cpu_value}" if row.guarded else (
+                    f"{row.replacement}(..., enabled=... and {ACCELERATOR_TEST})")
+                self.report(node, row.code, f"{q} used as a value", suggestion=f"call {how} where it is called")
+                return False
             self.report(node, row.code, None, "replace", row.replacement or "", suggestion=row.replacement)
             return False
         if q.startswith(_TABLE_ROOTS):
@@ -464,7 +589,14 @@ class _Scan(DeviceChecks):
         self.runtime_string(node)
         return True
 
+    def visit_ifexp(self, node: ast.IfExp) -> bool:
+        """``X if accel.is_accelerator_available() else "nccl"``: what a port keeps for the cpu backend, on purpose."""
+        if self._intentional(node.test, _OWN):
+            self.done.update(id(sub) for sub in ast.walk(node.orelse))
+        return True
+
     def visit_expr(self, node: ast.Expr) -> bool:
+        self.whole_values.add(id(node.value))
         # A bare string statement is a docstring or a comment in disguise.
         return not isinstance(node.value, (ast.Constant, ast.JoinedStr))
 
@@ -476,6 +608,9 @@ class _Scan(DeviceChecks):
             first = self.duplicate_flags.get(id(stmt))
             if first is not None:
                 self.report(target, code, f"same call as line {first}", "drop_statement", fix_node=stmt, suggestion="removed: one call is enough")
+            elif single and flag.guarded:
+                self.report(target, code, None, "assign_call", setter, fix_node=stmt, guard="bare", otherwise=flag.cpu_value or "None",
+                            suggestion=f"{setter}(...) if {ACCELERATOR_TEST} else None")  # fmt: skip
             elif single:
                 self.report(target, code, None, "assign_call", setter, fix_node=stmt, suggestion=f"{setter}(...)")
             else:
@@ -502,6 +637,7 @@ class _Scan(DeviceChecks):
             self.report(target, "ACC208", name, suggestion="peak FLOPs differ per device; take them from the selected device, not a GPU table")
 
     def visit_assign(self, node: ast.Assign) -> bool:
+        self.whole_values.add(id(node.value))
         single = len(node.targets) == 1
         for target in node.targets:
             if self._flag_assign(target, node.value, node, single):
@@ -523,12 +659,17 @@ class _Scan(DeviceChecks):
     def visit_compare(self, node: ast.Compare) -> bool:
         if len(node.comparators) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
             if self.aliases.qualname(node.comparators[0]) == "os.environ":
-                self.env_name(node.left)
+                self.env_name(node.left, paren=True)
         if len(node.comparators) == 1:
+            self.compared.update((id(node.left), id(node.comparators[0])))
             # "nccl" compared with something that is no backend setting is a string test, not a backend
             for literal, other in ((node.left, node.comparators[0]), (node.comparators[0], node.left)):
-                if str_value(literal) == "nccl" and "backend" not in (last_name(_callee(other)) or "").lower():
-                    self.done.add(id(literal))
+                members = literal.elts if isinstance(literal, (ast.Tuple, ast.List, ast.Set)) else [literal]
+                for member in members:
+                    if (str_value(member) or "").lower() == "nccl" and (
+                        "backend" not in (last_name(_callee(other)) or "").lower() or self._intentional(other)
+                    ):
+                        self.done.add(id(member))
         if self.device_type_test(node):
             for sub in (node.left, *node.comparators):
                 if str_value(sub) is not None:
@@ -546,7 +687,7 @@ class _Scan(DeviceChecks):
                     literal = str_value(a)
                     if literal is None and isinstance(a, (ast.Tuple, ast.List, ast.Set)):
                         literal = next((s for s in map(str_value, a.elts) if s == "cuda"), None)
-                    if literal == "cuda" and self._intentional(b):
+                    if literal == "cuda" and self._intentional(b, _OWN):
                         return True
         return False
 
@@ -570,6 +711,11 @@ class _Scan(DeviceChecks):
     def visit_import_from(self, node: ast.ImportFrom) -> bool:
         if node.module and not node.level:
             self.manual_package(node, node.module)
+            if (node.module + ".").startswith(("torch.utils.cpp_extension.", "torch.utils.collect_env.")):
+                for alias in node.names:
+                    row = lookup(f"{node.module}.{alias.name}")
+                    if row is not None and row.kind == "manual" and f"{node.module}.{alias.name}".startswith(_IMPORT_REPORTED):
+                        self.report(node, row.code, f"imports {node.module}.{alias.name}", suggestion=row.hint)
         return False
 
     def manual_package(self, node: ast.AST, module: str) -> None:
@@ -578,6 +724,10 @@ class _Scan(DeviceChecks):
             self.report(node, row.code, f"imports {module}", suggestion=row.hint)
 
     def visit_function(self, node: ast.FunctionDef) -> bool:
+        if DEVICE_NAME.search(node.name):
+            # def get_device(): return "cuda"  - the returned string is a device
+            for sub in _own_returns(node):
+                self.device_value(sub.value, string_typed=True)
         args = node.args
         positional = args.posonlyargs + args.args
         for arg, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True):

@@ -255,6 +255,11 @@ class BackendConformance:
             with pytest.raises(CapabilityError):
                 accel.pin_memory(t)
 
+    def test_accelerator_predicate_follows_the_declared_capability(self, backend: Backend) -> None:
+        # what `accel port` writes for torch.cuda.is_available(): False exactly where the device is the host CPU
+        answer = accel.is_accelerator_available()
+        assert answer is (accel.capabilities().accelerator and backend.is_available())
+
     def test_undeclared_features_raise(self, backend: Backend) -> None:
         caps = accel.capabilities()
         assert caps.supports("no-such-feature") is False

@@ -31,7 +31,7 @@ def test_text_output_is_file_line_col_code_message_suggestion(tree: Path, capsys
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
         "train.py:2:5 ACC111 .cuda() moves to a CUDA device (.to(accel.device()))",
-        "train.py:3:4 ACC121 torch.cuda.is_available() (accel.is_available(...))",
+        "train.py:3:4 ACC121 torch.cuda.is_available() (accel.is_accelerator_available(...))",
         "train.py:4:5 ACC161 torch.cuda.synchronize() (accel.synchronize(...))",
     ]
 
@@ -148,7 +148,7 @@ def test_port_write_is_idempotent_and_leaves_clean_files_alone(tree: Path) -> No
     ported = (tree / "train.py").read_text()
     assert ported == (
         "import torch\nimport accel_abstraction as accel\nx = torch.ones(2).to(accel.device())\n"
-        "if accel.is_available():\n    accel.synchronize()\n"
+        "if accel.is_accelerator_available():\n    accel.synchronize()\n"
     )
     assert clean.read_bytes() == CLEAN.encode() and clean.stat().st_mtime_ns == before
     assert main(["port", "--check", "."]) == 0
@@ -221,3 +221,23 @@ def test_progress_goes_to_stderr_and_only_when_asked_or_on_a_terminal(
     assert runner.want_progress(None, runner.PROGRESS_THRESHOLD)
     assert not runner.want_progress(None, runner.PROGRESS_THRESHOLD - 1)
     assert not runner.want_progress(False, 10_000)
+
+
+def test_port_lists_the_programs_own_command_line_options_that_name_cuda(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tree / "opts.py").write_text(
+        "import argparse\np = argparse.ArgumentParser()\n"
+        'p.add_argument("--device", default="cuda")\n'
+        'p.add_argument("--gpu-device", type=int, default=0)\n'
+        'p.add_argument("-d", "--device-name", choices=["cuda", "cpu"], default="cpu")\n'
+        'p.add_argument("--epochs", type=int, default=0)\n',
+        encoding="utf-8",
+    )
+    assert main(["port", "opts.py"]) == 0
+    err = capsys.readouterr().err
+    lines = [line.strip() for line in err.splitlines() if line.startswith("  opts.py:")]
+    assert [line.split(" ")[0:2] for line in lines] == [["opts.py:3", "--device:"], ["opts.py:4", "--gpu-device:"], ["opts.py:5", "--device-name:"]]
+    assert "default 'cuda' (the port makes it accel.device_type())" in lines[0]
+    assert "pass `--device <accel.device_type()>`" in lines[0]
+    assert "a CUDA device ordinal" in lines[1]
+    assert "add accel.device_type() to the choices" in lines[2]
+    assert "3 command-line option(s) name CUDA" in err

@@ -19,19 +19,27 @@ CASES = [
     ("y = x.cuda(non_blocking=True)\n", "y = x.to(accel.device(), non_blocking=True)\n"),
     ("y = x.cuda(1)\n", "y = x.to(accel.device(1))\n"),
     ("y = (x  # keep\n     .cuda())\n", "y = (x  # keep\n     .to(accel.device()))\n"),
-    ("ok = x.is_cuda and y\n", "ok = x.device.type == accel.device_type() and y\n"),
-    ("ok = [x.is_cuda]\n", "ok = [(x.device.type == accel.device_type())]\n"),
-    ("torch.backends.cudnn.deterministic = True  # repro\n", "accel.set_deterministic(True)  # repro\n"),
+    ("ok = x.is_cuda and y\n", 'ok = x.device.type != "cpu" and y\n'),
+    ("ok = [x.is_cuda]\n", 'ok = [(x.device.type != "cpu")]\n'),
+    ("torch.backends.cudnn.deterministic = True  # repro\n",
+     "accel.set_deterministic(True) if accel.is_accelerator_available() else None  # repro\n"),
     ("with torch.autocast(device_type='cuda', dtype=torch.float16):\n    pass\n",
-     "with accel.autocast(dtype=torch.float16):\n    pass\n"),
+     "with accel.autocast(dtype=torch.float16, enabled=accel.is_accelerator_available()):\n    pass\n"),
     ("s = torch.amp.GradScaler(init_scale=8.0, device='cuda')\n", "s = accel.GradScaler(init_scale=8.0)\n"),
     ('torch.distributed.init_process_group(backend="nccl")\n',
      "torch.distributed.init_process_group(backend=accel.dist_backend())\n"),
     ("loader = DataLoader(ds, pin_memory=True)\n", "loader = DataLoader(ds, pin_memory=accel.capabilities().pinned_memory)\n"),
-    ('n = os.environ.get("CUDA_VISIBLE_DEVICES")\n', "n = os.environ.get(accel.visible_devices_env())\n"),
+    ('n = os.environ.get("CUDA_VISIBLE_DEVICES")\n',
+     'n = os.environ.get(accel.visible_devices_env() if accel.is_accelerator_available() else "CUDA_VISIBLE_DEVICES")\n'),
     ("with torch.cuda.amp.autocast(enabled=torch.cuda.is_available()):\n    pass\n",
-     "with accel.autocast(enabled=accel.is_available()):\n    pass\n"),
-    ("f = torch.cuda.is_available\n", "f = accel.is_available\n"),
+     "with accel.autocast(enabled=accel.is_accelerator_available() and accel.is_accelerator_available()):\n    pass\n"),
+    ("f = torch.cuda.is_available\n", "f = accel.is_accelerator_available\n"),
+    # on the cpu backend the port answers what the CUDA call answered on a machine without CUDA
+    ("n = torch.cuda.device_count()\n", "n = accel.device_count() if accel.is_accelerator_available() else 0\n"),
+    ("n = 2 * torch.cuda.device_count()\n", "n = 2 * (accel.device_count() if accel.is_accelerator_available() else 0)\n"),
+    ("torch.cuda.manual_seed(seed + rank)\n", "accel.manual_seed(seed + rank) if accel.is_accelerator_available() else None\n"),
+    ("s = torch.cuda.amp.GradScaler(enabled=a or b)\n", "s = accel.GradScaler(enabled=(a or b) and accel.is_accelerator_available())\n"),
+    ("s = torch.cuda.amp.GradScaler()\n", "s = accel.GradScaler()\n"),
     # a string stays a string: later code tests it with `in`, formats it, or stores it in a config
     ('device = "cuda"  # or cpu\n', "device = accel.device_type()  # or cpu\n"),
     ('device = "cuda:1"\n', "device = str(accel.device(1))\n"),
@@ -47,12 +55,14 @@ CASES = [
     ('ok = device.startswith("cuda")\n', 'ok = not device.startswith("cpu")\n'),
     ('ok = x.device.type in ("cuda",)\n', 'ok = x.device.type != "cpu"\n'),
     ('ok = str(dev) == "cuda"\n', 'ok = str(dev) != "cpu"\n'),
-    ('if args.dist_backend == "nccl":\n    pass\n', "if args.dist_backend == accel.dist_backend():\n    pass\n"),
+    ('if args.dist_backend == "nccl":\n    pass\n',
+     'if args.dist_backend == (accel.dist_backend() if accel.is_accelerator_available() else "nccl"):\n    pass\n'),
     ("d = torch.device(0)\n", "d = accel.device(0)\n"),
     ("d = torch.device(local_rank)\n", "d = accel.device(local_rank)\n"),
     ("torch.backends.cuda.matmul.allow_tf32 = True  # matmul\ntorch.backends.cudnn.allow_tf32 = True  # cudnn\n",
      "accel.set_allow_tf32(True)  # matmul\n"),
-    ("with torch.cuda.amp.autocast(use_amp):\n    pass\n", "with accel.autocast(enabled=use_amp):\n    pass\n"),
+    ("with torch.cuda.amp.autocast(use_amp):\n    pass\n",
+     "with accel.autocast(enabled=use_amp and accel.is_accelerator_available()):\n    pass\n"),
     ("é = 'ü'; device = f'cuda:{rank}'; ok = 'cuda' in device\n",
      "é = 'ü'; device = f'{accel.device_type()}:{rank}'; ok = 'cpu' not in device\n"),
 ]
@@ -102,5 +112,5 @@ def test_positional_autocast_arguments_are_left_for_a_person() -> None:
 def test_sites_in_defaults_and_decorators_are_rewritten() -> None:
     source = H + 'def f(x, device="cuda"):\n    return x\n\n\n@torch.cuda.amp.autocast(enabled=True)\ndef g():\n    pass\n'
     assert port_source(source).output == H + A + (
-        "def f(x, device=accel.device_type()):\n    return x\n\n\n@accel.autocast(enabled=True)\ndef g():\n    pass\n"
+        "def f(x, device=accel.device_type()):\n    return x\n\n\n@accel.autocast(enabled=True and accel.is_accelerator_available())\ndef g():\n    pass\n"
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from accel_abstraction.porting import docs, port_source, scan_source
-from accel_abstraction.porting.mapping import TABLE, hint_for, lookup
+from accel_abstraction.porting.mapping import RAISES, SAME, TABLE, hint_for, lookup
 from accel_abstraction.porting.rules import RULES_BY_CODE
 
 CALL_ROWS = [r for r in TABLE if r.kind == "call"]
@@ -27,10 +27,25 @@ def test_every_row_names_a_known_rule_and_says_what_to_do() -> None:
 
 @pytest.mark.parametrize("row", CALL_ROWS, ids=[r.api for r in CALL_ROWS])
 def test_every_call_row_is_found_and_rewritten_to_its_replacement(row) -> None:  # type: ignore[no-untyped-def]
-    source = f"import torch\nvalue = {row.api}\n"
+    source = f"import torch\nvalue = {row.api}()\n"
     found = scan_source(source).findings
     assert [(f.code, f.portable) for f in found] == [(row.code, True)]
-    assert f"value = {row.replacement}\n" in port_source(source).output
+    output = port_source(source).output
+    assert f"value = {row.replacement}(" in output
+    if row.guarded:
+        assert f"value = {row.replacement}() if accel.is_accelerator_available() else {row.cpu_value}\n" in output
+
+
+@pytest.mark.parametrize("row", CALL_ROWS, ids=[r.api for r in CALL_ROWS])
+def test_a_call_row_used_as_a_value_is_renamed_only_where_its_meaning_on_cpu_is_the_same(row) -> None:  # type: ignore[no-untyped-def]
+    source = f"import torch\nvalue = {row.api}\n"
+    found = scan_source(source).findings
+    same = row.on_cpu in (SAME, RAISES)
+    assert [(f.code, f.portable) for f in found] == [(row.code, same)]
+    if same:
+        assert f"value = {row.replacement}\n" in port_source(source).output
+    else:
+        assert "where it is called" in (found[0].suggestion or "")
 
 
 def test_manual_rows_are_reported_with_their_hint() -> None:

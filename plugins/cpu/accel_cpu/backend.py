@@ -45,6 +45,7 @@ class CpuBackend(Backend):
             compile_backend="inductor",
             memory_stats=memory.supported(),
             memory_source="process",
+            accelerator=False,
         )
 
     def hot_bindings(self) -> Mapping[str, Callable[..., Any]]:
