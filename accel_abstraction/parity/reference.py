@@ -128,7 +128,7 @@ def load_reference(path: str | Path, label: str | None = None) -> Reference:
         data = read_regular(path, "--reference", limit=REFERENCE_LIMIT)
         text = data.decode("utf-8")
     except InputFileError as exc:
-        raise ReferenceError(f"{exc}; record one with: accel parity SCRIPT --backends NAME --record FILE") from None
+        raise ReferenceFileError(f"{exc}; record one with: accel parity SCRIPT --backends NAME --record FILE") from None
     except UnicodeDecodeError as exc:
         raise _fail(path, f"cannot be read ({exc})") from None
     try:

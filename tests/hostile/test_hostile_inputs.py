@@ -15,7 +15,7 @@ import pytest
 from accel_abstraction.errors import AccelError, BackendUnavailableError, ConfigError
 from accel_abstraction.parity import pattern as pattern_module
 from accel_abstraction.parity.pattern import MetricPattern
-from accel_abstraction.parity.reference import ReferenceError, load_reference
+from accel_abstraction.parity.reference import ReferenceFileError, load_reference
 from accel_abstraction.porting.__main__ import main as porting_main
 
 from .tries import PORT_FILES, _reference_shapes, port_tree
@@ -43,7 +43,7 @@ def _python(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> su
 def test_malformed_reference_is_one_error_naming_the_file(tmp_path: Path, shape: str) -> None:
     ref = tmp_path / "ref.json"
     ref.write_bytes(_reference_shapes()[shape].encode("utf-8", "surrogateescape"))
-    with pytest.raises(ReferenceError) as info:
+    with pytest.raises(ReferenceFileError) as info:
         load_reference(ref)
     message = str(info.value)
     assert message.startswith(f"--reference {ref}") and "\n" not in message, message
@@ -53,7 +53,7 @@ def test_fifo_reference_is_refused_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "ref.json"
     os.mkfifo(fifo)
     start = time.monotonic()
-    with pytest.raises(ReferenceError, match=r"is a FIFO \(named pipe\), not a regular file"):
+    with pytest.raises(ReferenceFileError, match=r"is a FIFO \(named pipe\), not a regular file"):
         load_reference(fifo)
     assert time.monotonic() - start < 5
 
