@@ -160,6 +160,10 @@ def _rebase(args: argparse.Namespace) -> int:
     print(f"wrote {report.directory}: {len(report.rebased)} rebased onto torch {torch_version_at(root)}")
     for name in report.fuzzed:
         print(f"  FUZZED   {name}  rebased with patch --fuzz=2 (its context changed): read it")
+    for name in report.dropped:
+        print(f"  DROPPED  {name}  the replaced series does not carry it (its series file says why)")
+    for name in report.kept:
+        print(f"  KEPT     {name}  the replaced series' own (hand-ported) copy, which applies")
     for name in report.copied:
         print(f"  copied   {name}  (C++; the wheel has no copy of its files to rebase against)")
     for name, why in report.failed.items():

@@ -16,7 +16,8 @@ at a hunk's edges may differ, removed lines may not): such a patch is rebased an
 *fuzzed*, to be read by a person. A patch that does not apply even so is copied unchanged
 and reported: a person ports it (edit the copy, then ``accel patches check``). The new series is written
 to ``<patches dir>/pytorch/<release>/`` through a temporary directory renamed into place;
-an existing series there is replaced only with ``--replace``. The diffs are made by
+an existing series there is replaced only with ``--replace``, which keeps that series' own
+copy of a patch that does not rebase but whose copy applies (one ported by hand earlier). The diffs are made by
 ``git diff --no-index`` (so they read as ``git format-patch`` output); git must be on PATH.
 """
 
@@ -32,7 +33,7 @@ from pathlib import Path
 from .apply import wheel_copy
 from .errors import HunkMismatchError, PatchError
 from .series import Patch, Series, base_version, torch_version_at
-from .unidiff import apply_file_diff
+from .unidiff import apply_file_diff, parse_diff
 
 __all__ = ["RebaseReport", "rebase_series"]
 
@@ -45,6 +46,8 @@ class RebaseReport:
     rebased: list[str] = field(default_factory=list)  #: made again against the new release
     copied: list[str] = field(default_factory=list)  #: C++ patches whose files the wheel lacks
     fuzzed: list[str] = field(default_factory=list)  #: rebased with GNU patch's fuzz: read them
+    kept: list[str] = field(default_factory=list)  #: ported by hand earlier: the replaced series' copy applies
+    dropped: list[str] = field(default_factory=list)  #: the replaced series does not carry them (its comment says why)
     failed: dict[str, str] = field(default_factory=dict)  #: name -> why; copied unchanged for a person
 
 
@@ -120,6 +123,41 @@ def _fuzzy(patch: Patch, read: dict[str, str], torch_root: Path) -> str | None:
     return _header(patch) + "".join(_git_diff(path, before[path], after[path]) for path in before)
 
 
+def _kept(path: Path, read: dict[str, str], torch_root: Path) -> str | None:
+    """The replaced series' own copy of a patch (ported by hand earlier), when it applies here."""
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8")
+    try:
+        made = _rebase_one(Patch(path.name, path, "", tuple(parse_diff(text, source=path.name))), read, torch_root)
+    except (HunkMismatchError, PatchError):
+        return None
+    return None if made is None else text
+
+
+def _not_carried(series_file: Path) -> dict[str, list[str]]:
+    """``{"0007": [comment lines]}``: the patches a series file says it does not carry.
+
+    Such a note is a block of ``#`` lines whose first line starts with ``# 00NN`` (the number)
+    and whose last line ends with a full stop.
+    """
+    if not series_file.is_file():
+        return {}
+    notes: dict[str, list[str]] = {}
+    block: list[str] | None = None
+    for line in series_file.read_text(encoding="utf-8").splitlines():
+        number = line[2:6]
+        if line.startswith("# ") and number.isdigit() and len(number) == 4:
+            block = notes[number] = [line]
+        elif block is not None and line.startswith("#"):
+            block.append(line)
+        else:
+            block = None
+        if block is not None and line.rstrip().endswith("."):
+            block = None
+    return notes
+
+
 def rebase_series(source: Series, torch_root: Path, patches_dir: Path, *, replace: bool = False) -> RebaseReport:
     """Write ``source`` rebased onto the torch under ``torch_root`` as that release's series."""
     version = base_version(torch_version_at(torch_root))
@@ -134,15 +172,21 @@ def rebase_series(source: Series, torch_root: Path, patches_dir: Path, *, replac
     work = Path(tempfile.mkdtemp(prefix=f".{version}.", dir=root))
     try:
         texts: dict[str, str] = {}
+        dropped = _not_carried(final / "series") if replace else {}
         for patch in source.all_patches:
+            if patch.name[:4] in dropped:
+                report.dropped.append(patch.name)
+                continue
             try:
                 made = _rebase_one(patch, texts, torch_root)
             except HunkMismatchError as exc:
                 made = _fuzzy(patch, texts, torch_root) if patch.kind == "wheel" else None
-                if made is None:
-                    report.failed[patch.name] = str(exc)
-                else:
+                if made is not None:
                     report.fuzzed.append(patch.name)
+                elif (made := _kept(final / patch.name, texts, torch_root)) is not None:
+                    report.kept.append(patch.name)
+                else:
+                    report.failed[patch.name] = str(exc)
             if made is None:
                 shutil.copyfile(patch.path, work / patch.name)
                 if patch.name not in report.failed:
@@ -150,8 +194,11 @@ def rebase_series(source: Series, torch_root: Path, patches_dir: Path, *, replac
                 continue
             (work / patch.name).write_text(made, encoding="utf-8")
             report.rebased.append(patch.name)
-        series_text = (source.directory / "series").read_text(encoding="utf-8")
-        (work / "series").write_text(series_text.replace(source.torch_version, version), encoding="utf-8")
+        lines = []
+        for line in (source.directory / "series").read_text(encoding="utf-8").splitlines():
+            name = line.strip()
+            lines.extend(dropped[name[:4]] if name in report.dropped else [line.replace(source.torch_version, version)])
+        (work / "series").write_text("\n".join(lines) + "\n", encoding="utf-8")
         if final.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{version}.old.", dir=root))
             os.replace(final, old / version)

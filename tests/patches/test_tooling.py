@@ -294,6 +294,18 @@ def test_rebase_makes_a_series_that_applies_to_the_new_release(series, torch_roo
     assert patches_main(["rebase", "--from", series.torch_version, *args]) == 2  # exists: --replace
     assert "pass --replace" in capsys.readouterr().err
     assert patches_main(["rebase", "--from", series.torch_version, "--replace", *args]) == 0
+    # what the replaced series decided stays: a patch it no longer carries stays out, with its note
+    new_dir = patches_dir / "pytorch" / "2.99.0"
+    gone = rebased.patches[-1]
+    (new_dir / gone.name).unlink()
+    note = f"# {gone.name[:4]} is not carried: fixed upstream in 2.99\n# (the test checks stock torch)."
+    listing = (new_dir / "series").read_text().replace(gone.name, note)
+    (new_dir / "series").write_text(listing)
+    capsys.readouterr()
+    assert patches_main(["rebase", "--from", series.torch_version, "--replace", *args]) == 0
+    assert f"DROPPED  {gone.name}" in capsys.readouterr().out
+    assert (new_dir / "series").read_text() == listing and not (new_dir / gone.name).exists()
+    assert patches_main(["check", *args]) == 0
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="accel patches rebase writes its diffs with git")
