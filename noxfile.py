@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -239,38 +241,61 @@ def _tested_torch() -> list[str]:
     raise RuntimeError(f"no TESTED_TORCH = (...) in {TESTED_TORCH_SOURCE}")
 
 
+#: Where the wheels of each torch release installed by ``torch_release``/``torch_newest`` are kept
+#: (``$ACCEL_WHEEL_CACHE``, default ``~/.cache/accel-abstraction/wheels``). pip's own HTTP cache
+#: does not keep them on the project's machines (the registry's responses are not cacheable there),
+#: so they are downloaded once into ``<cache>/torch-<release>/`` and installed from there after.
+WHEEL_CACHE = Path(os.environ.get("ACCEL_WHEEL_CACHE") or Path.home() / ".cache" / "accel-abstraction" / "wheels")
+
+#: pip's environment for installs that must not see this machine's global constraint (it caps
+#: torch): an empty ``PIP_CONSTRAINT`` does not override a configuration file, ``/dev/null`` does.
+NO_GLOBAL_CONSTRAINT = {"PIP_CONSTRAINT": "/dev/null"}
+
+
+def _torch_wheels(session: nox.Session, version: str) -> Path:
+    """``<WHEEL_CACHE>/torch-<version>``: torch and its dependencies' wheels, downloaded once."""
+    wheels = WHEEL_CACHE / f"torch-{version}"
+    if (wheels / ".complete").exists():
+        session.log(f"torch {version} wheels from {wheels}")
+        return wheels
+    WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".torch-{version}.", dir=WHEEL_CACHE))
+    try:
+        session.run(
+            "python", "-m", "pip", "download", "-q", "-d", str(partial), f"torch=={version}",
+            env=NO_GLOBAL_CONSTRAINT,
+        )  # fmt: skip
+        (partial / ".complete").write_text(version)
+        shutil.rmtree(wheels, ignore_errors=True)
+        os.replace(partial, wheels)  # whole or absent: an interrupted download is never used
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return wheels
+
+
 def install_torch_release(session: nox.Session, version: str) -> None:
     """``torch==version`` and the project (editable, with every plugin), under the project's other pins.
 
-    The constraints are ``constraints.txt`` with its torch pin replaced by ``version``; this
-    machine's global pip constraint (which caps torch) is lifted for this install only
-    (``PIP_CONSTRAINT=/dev/null``: an empty value does not override a configuration file).
-    Downloaded wheels stay in pip's cache (``~/.cache/pip``), so a fresh environment reinstalls
-    from disk. Skipped while the dependency files and the release are unchanged.
+    torch comes from :data:`WHEEL_CACHE` (downloaded there the first time); the rest under
+    ``constraints.txt`` with its torch pin replaced by ``version``. Skipped while the
+    release, the dependency files and the checkout's location are unchanged.
     """
     location = getattr(session.virtualenv, "location", None)
     stamp = Path(location) / ".accel-torch-release" if location else None
-    digest = f"{version}:{_digest()}"
+    digest = f"{version}:{ROOT}:{_digest()}"
     if stamp is not None and stamp.exists() and stamp.read_text() == digest:
         session.log(f"torch {version} and the project are installed and unchanged; skipping pip")
         return
+    wheels = _torch_wheels(session, version)
+    session.install("--no-index", "--find-links", str(wheels), f"torch=={version}", env=NO_GLOBAL_CONSTRAINT)
     pins = [line for line in (ROOT / "constraints.txt").read_text().splitlines() if not line.startswith("torch==")]
     constraints = Path(session.create_tmp()) / f"constraints-torch-{version}.txt"
     constraints.write_text("\n".join([*pins, f"torch=={version}", ""]))
     session.install(
-        "-c",
-        str(constraints),
-        f"torch=={version}",
-        "-e",
-        ".[dev]",
-        "-e",
-        "plugins/cpu",
-        "-e",
-        "plugins/cuda",
-        "-e",
-        "plugins/neuron",
-        env={"PIP_CONSTRAINT": "/dev/null"},
-    )
+        "-c", str(constraints), "--find-links", str(wheels),
+        "-e", ".[dev]", "-e", "plugins/cpu", "-e", "plugins/cuda", "-e", "plugins/neuron",
+        env=NO_GLOBAL_CONSTRAINT,
+    )  # fmt: skip
     if stamp is not None:
         stamp.write_text(digest)
 
