@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import functools
 import importlib
-import importlib.util
 import inspect
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -129,10 +129,15 @@ def _exists(*paths: str) -> Callable[[], str]:
 
 
 def _module_exists(*names: str) -> Callable[[], str]:
-    """Modules imported lazily (``torch._dynamo`` costs seconds): found, not imported."""
+    """torch modules imported lazily (``torch._dynamo`` costs seconds): their files found, nothing imported."""
 
     def check() -> str:
-        missing = [n for n in names if importlib.util.find_spec(n) is None]
+        root = Path(torch.__file__).parent
+        missing = []
+        for name in names:
+            path = root.joinpath(*name.split(".")[1:])
+            if not (path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()):
+                missing.append(name)
         return f"missing module {', '.join(missing)}" if missing else ""
 
     return check
