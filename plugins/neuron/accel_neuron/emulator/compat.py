@@ -329,10 +329,14 @@ SELF_TEST: dict[str, Callable[[], str]] = {
 def self_test_probes() -> tuple[ProbeResult, ...]:
     """Every entry of :data:`SELF_TEST` on the installed emulator.
 
-    Leaves the devices' RNG states as it found them and resets their peak and accumulated
-    memory statistics (the self-test's tensors are freed on return).
+    Leaves the devices' RNG states and ``torch.neuron.is_initialized()`` as it found them and
+    resets their peak and accumulated memory statistics (the self-test's tensors are freed on
+    return): a process looks as if the device had not been used yet.
     """
+    from . import device_module
+
     neuron = torch.neuron  # type: ignore[attr-defined]
+    initialized = device_module._initialized  # DeviceMesh sets a rank's device only if none was used
     states = [neuron.get_rng_state(i) for i in range(neuron.device_count())]
     try:
         with warnings.catch_warnings():
@@ -343,3 +347,4 @@ def self_test_probes() -> tuple[ProbeResult, ...]:
             neuron.set_rng_state(state, i)
             neuron.reset_peak_memory_stats(i)  # the self-test's tensors are not the user's
             neuron.reset_accumulated_memory_stats(i)
+        device_module._initialized = initialized
