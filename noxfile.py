@@ -5,6 +5,9 @@
   there is no GPU). Arguments after ``--`` go to pytest: ``nox -s "tests(backend='cpu')" -- -k parity``.
 * ``matrix``: every backend leg in one environment, then one table of passed/failed/skipped.
 * ``lint`` (ruff), ``typecheck`` (mypy), ``bench`` (``benchmarks/*.py``), ``patches``.
+* ``torch_newest``: the newest tested torch release (the emulator's ``TESTED_TORCH[-1]``) in its own
+  environment, on the parts that touch torch internals, and the main job; ``.ci/run`` runs it.
+  ``torch_release -- VERSION``: the whole suite on any release.
 * ``notorch-3.10`` ... ``notorch-3.13``: the parts that need no torch (scanner, porter, their settings,
   CLI, packaging) on every supported Python, in an environment without torch, as the pre-commit hook
   installs it. torch 2.13's CPU wheel is on this machine for 3.11 only, so the torch suite runs there.
@@ -18,8 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -210,22 +215,124 @@ def matrix(session: nox.Session) -> None:
         session.error(f"tests failed on: {', '.join(map(str, failed))}")
 
 
+#: The file holding the emulator's list of tested torch releases (``TESTED_TORCH``), read, not imported.
+TESTED_TORCH_SOURCE = ROOT / "plugins" / "neuron" / "accel_neuron" / "emulator" / "compat.py"
+
+#: What ``torch_newest`` runs on the newest tested release: the parts that touch torch internals
+#: (the emulated device's conformance suites and real models, the patch series). The rest of the
+#: suite runs on the pinned torch in every CI run; ``nox -s torch_release -- VERSION`` runs it all.
+NEWEST_TESTS = [
+    "plugins/neuron/tests/test_opinfo_conformance.py",
+    "plugins/neuron/tests/test_moduleinfo_conformance.py",
+    "plugins/neuron/tests/test_real_models.py",
+    "plugins/neuron/tests/test_emulator_install.py",
+    "plugins/neuron/tests/test_tied_parameters.py",
+    "tests/patches",
+]
+
+
+def _tested_torch() -> list[str]:
+    """``TESTED_TORCH`` from the emulator's source (nox runs outside the environments that hold it)."""
+    import ast
+
+    for node in ast.parse(TESTED_TORCH_SOURCE.read_text()).body:
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "TESTED_TORCH":
+            return list(ast.literal_eval(node.value))
+    raise RuntimeError(f"no TESTED_TORCH = (...) in {TESTED_TORCH_SOURCE}")
+
+
+#: Where the wheels of each torch release installed by ``torch_release``/``torch_newest`` are kept
+#: (``$ACCEL_WHEEL_CACHE``, default ``~/.cache/accel-abstraction/wheels``). pip's own HTTP cache
+#: does not keep them on the project's machines (the registry's responses are not cacheable there),
+#: so they are downloaded once into ``<cache>/torch-<release>/`` and installed from there after.
+WHEEL_CACHE = Path(os.environ.get("ACCEL_WHEEL_CACHE") or Path.home() / ".cache" / "accel-abstraction" / "wheels")
+
+#: pip's environment for installs that must not see this machine's global constraint (it caps
+#: torch): an empty ``PIP_CONSTRAINT`` does not override a configuration file, ``/dev/null`` does.
+NO_GLOBAL_CONSTRAINT = {"PIP_CONSTRAINT": "/dev/null"}
+
+
+def _torch_wheels(session: nox.Session, version: str) -> Path:
+    """``<WHEEL_CACHE>/torch-<version>``: torch and its dependencies' wheels, downloaded once."""
+    wheels = WHEEL_CACHE / f"torch-{version}"
+    if (wheels / ".complete").exists():
+        session.log(f"torch {version} wheels from {wheels}")
+        return wheels
+    WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".torch-{version}.", dir=WHEEL_CACHE))
+    try:
+        session.run(
+            "python", "-m", "pip", "download", "-q", "-d", str(partial), f"torch=={version}",
+            env=NO_GLOBAL_CONSTRAINT,
+        )  # fmt: skip
+        (partial / ".complete").write_text(version)
+        shutil.rmtree(wheels, ignore_errors=True)
+        os.replace(partial, wheels)  # whole or absent: an interrupted download is never used
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return wheels
+
+
+def install_torch_release(session: nox.Session, version: str) -> None:
+    """``torch==version`` and the project (editable, with every plugin), under the project's other pins.
+
+    torch comes from :data:`WHEEL_CACHE` (downloaded there the first time); the rest under
+    ``constraints.txt`` with its torch pin replaced by ``version``. Skipped while the
+    release, the dependency files and the checkout's location are unchanged.
+    """
+    location = getattr(session.virtualenv, "location", None)
+    stamp = Path(location) / ".accel-torch-release" if location else None
+    digest = f"{version}:{ROOT}:{_digest()}"
+    if stamp is not None and stamp.exists() and stamp.read_text() == digest:
+        session.log(f"torch {version} and the project are installed and unchanged; skipping pip")
+        return
+    wheels = _torch_wheels(session, version)
+    session.install("--no-index", "--find-links", str(wheels), f"torch=={version}", env=NO_GLOBAL_CONSTRAINT)
+    pins = [line for line in (ROOT / "constraints.txt").read_text().splitlines() if not line.startswith("torch==")]
+    constraints = Path(session.create_tmp()) / f"constraints-torch-{version}.txt"
+    constraints.write_text("\n".join([*pins, f"torch=={version}", ""]))
+    session.install(
+        "-c", str(constraints), "--find-links", str(wheels),
+        "-e", ".[dev]", "-e", "plugins/cpu", "-e", "plugins/cuda", "-e", "plugins/neuron",
+        env=NO_GLOBAL_CONSTRAINT,
+    )  # fmt: skip
+    if stamp is not None:
+        stamp.write_text(digest)
+
+
 @nox.session
 def torch_release(session: nox.Session) -> None:
-    """The suite against another torch release: ``nox -s torch_release -- 2.14.0 [pytest args]``.
+    """The whole suite against another torch release: ``nox -s torch_release -- 2.14.1 [pytest args]``.
 
-    Installs ``torch==VERSION`` (from the index: for 2.14 a multi-GB CUDA build) instead of the pin,
-    then the project, and runs the tests. On a release outside ``EMULATED_TORCH`` the emulated
-    neuron tests report the emulator's "checked against torch 2.13 only" error: that is the
-    expected answer until the emulator is checked against it.
+    Installs ``torch==VERSION`` (from the index: a multi-GB CUDA build on Linux) instead of the pin,
+    then the project, and runs the tests. A release outside the emulator's ``TESTED_TORCH`` runs
+    when its capability probes pass, with one ``UntestedTorchWarning``.
     """
     if not session.posargs:
-        session.error("name the torch release: nox -s torch_release -- 2.14.0 [pytest args]")
+        session.error("name the torch release: nox -s torch_release -- 2.14.1 [pytest args]")
     version, *pytest_args = session.posargs
-    session.install(f"torch=={version}")
-    session.install("-e", ".[dev]", "-e", "plugins/cpu", "-e", "plugins/cuda", "-e", "plugins/neuron")
+    install_torch_release(session, version)
     session.run("python", "-c", "import torch; print('torch', torch.__version__)")
     session.run("python", "-m", "pytest", "-q", *pytest_args)
+
+
+@nox.session
+def torch_newest(session: nox.Session) -> None:
+    """The newest tested torch release (``TESTED_TORCH[-1]``) on the parts that touch torch internals.
+
+    In its own environment: the patch series for that release (``accel patches check`` and
+    ``tests/patches``), the emulated device's op_db/module_db conformance suites, its
+    real-model suite and install probes, and the main job (``accel parity examples/train.py
+    --backends cpu,neuron``, bitwise). ``.ci/run`` runs it; arguments after ``--`` go to pytest.
+    """
+    version = _tested_torch()[-1]
+    install_torch_release(session, version)
+    session.run("python", "-c", f"import torch; assert torch.__version__.split('+')[0] == {version!r}, torch.__version__")
+    session.run("accel", "patches", "check")
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *NEWEST_TESTS, *session.posargs)
+    session.run(
+        "accel", "parity", "examples/train.py", "--backends", "cpu,neuron", "--out", "parity-out/torch-newest"
+    )
 
 
 #: Interpreters the project supports (``requires-python``); each leg is skipped when not installed.

@@ -6,6 +6,11 @@
   (default ``./.accel-overlay/torch-<version>``); ``--in-place`` patches the installed
   torch instead, keeping the originals in ``--target``.
 * ``revert``: delete the overlay, or restore the originals of an in-place install.
+* ``rebase --from VERSION``: make the series for the installed torch from another release's
+  series (:mod:`.rebase`; the procedure is in ``patches/README.md``).
+
+The series used is the one for the installed release (``patches/pytorch/<release>/``);
+``list`` and ``check`` name it.
 
 ``--torch-root DIR`` points at another directory holding a ``torch`` package (default:
 the one Python would import); ``--patches-dir`` at another ``patches`` directory.
@@ -64,6 +69,12 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     actions.add_parser(
         "revert", parents=[common, target], help="remove the overlay or restore the originals"
     ).set_defaults(func=_revert)
+    rebase = actions.add_parser(
+        "rebase", parents=[common], help="make the installed torch's series from another release's series"
+    )
+    rebase.add_argument("--from", dest="source", required=True, metavar="VERSION", help="the series to rebase")
+    rebase.add_argument("--replace", action="store_true", help="replace an existing series for the installed torch")
+    rebase.set_defaults(func=_rebase)
 
 
 def _load(args: argparse.Namespace) -> tuple[Path, Series]:
@@ -94,6 +105,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     root, series = _load(args)
+    print(f"series {series.directory} (for torch {series.torch_version}, chosen by the torch at {root})")
     results = check_series(series, root)
     for result in results:
         line = f"{result.state:8} {result.patch.name}"
@@ -147,6 +159,27 @@ def _revert(args: argparse.Namespace) -> int:
             else f"removed the overlay {target}"
         )
     return 0
+
+
+def _rebase(args: argparse.Namespace) -> int:
+    from .rebase import rebase_series
+
+    root = args.torch_root or installed_torch_root()
+    patches_dir = args.patches_dir or default_patches_dir()
+    report = rebase_series(load_series(args.source, patches_dir), root, patches_dir, replace=args.replace)
+    print(f"wrote {report.directory}: {len(report.rebased)} rebased onto torch {torch_version_at(root)}")
+    for name in report.fuzzed:
+        print(f"  FUZZED   {name}  rebased with patch --fuzz=2 (its context changed): read it")
+    for name in report.dropped:
+        print(f"  DROPPED  {name}  the replaced series does not carry it (its series file says why)")
+    for name in report.kept:
+        print(f"  KEPT     {name}  the replaced series' own (hand-ported) copy, which applies")
+    for name in report.copied:
+        print(f"  copied   {name}  (C++; the wheel has no copy of its files to rebase against)")
+    for name, why in report.failed.items():
+        print(f"  PORT     {name}  copied unchanged, a person must port it: {why}")
+    print("next: accel patches check, then the patch tests (pytest tests/patches) on this release")
+    return 1 if report.failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -62,3 +62,12 @@ def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = No
     """Run ``accel ARGS`` (as ``python -m accel_abstraction``) in a fresh interpreter."""
     code = f"import sys; from accel_abstraction.cli import main; sys.exit(main({list(args)!r}))"
     return run_python(code, env=env, cwd=cwd, pythonpath=pythonpath)
+
+
+def cuda_unavailable_reason() -> str:
+    """What the cuda backend's reason says on this machine (no GPU here): a CPU build of torch
+    "was compiled without CUDA support"; a CUDA build (the registry's Linux wheels, 2.14 and 2.15
+    here) "has CUDA X but sees no usable GPU"."""
+    import torch
+
+    return "without CUDA support" if torch.version.cuda is None else "but sees no usable GPU"

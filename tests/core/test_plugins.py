@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import make_plugin_dist, run_cli
+from .conftest import cuda_unavailable_reason, make_plugin_dist, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -116,7 +116,7 @@ def test_info_on_a_fresh_install(tmp_path: Path) -> None:
     report = info_json(result.stdout)
     assert report["selected"]["name"] == "cpu" and report["selected"]["source"] == "default"
     backends = {b["name"]: b for b in report["backends"]}
-    assert backends["cuda"]["available"] is False and "without CUDA support" in backends["cuda"]["reason"]
+    assert backends["cuda"]["available"] is False and cuda_unavailable_reason() in backends["cuda"]["reason"]
     assert backends["neuron"]["available"] is False and "torch_neuronx" in backends["neuron"]["reason"]
     human = run_cli("info", cwd=tmp_path).stdout
     assert "cpu (selected)" in human and "requested 'auto' by default" in human

@@ -448,11 +448,16 @@ def linear_cross_entropy_accumulation(device: str) -> dict[str, Any]:
         loss.backward()
         return [t.detach().cpu() for t in (loss, xd.grad, wd.grad)]
 
-    # The CPU with what "auto" means on a device without per-device defaults, accumulating in fp32.
+    # The CPU with what "auto" means on a device without per-device defaults (torch's own choice for
+    # a device type it lists nowhere, "meta"; it changed in 2.14), accumulating in fp32.
+    fallback = options._adjust(64, 16, 256, torch.bfloat16, torch.device("meta"))
     reference = run(
         "cpu",
         LinearCrossEntropyOptions(
-            acc_policy="compact", chunking_method="aspect_ratio:2", acc_dtype=torch.float32
+            acc_policy=fallback.acc_policy,
+            chunking_method=fallback.chunking_method,
+            batch_chunk_size=fallback.batch_chunk_size,
+            acc_dtype=torch.float32,
         ),
     )
     on_device = run(device, options)

@@ -7,6 +7,7 @@ Every test compares two fresh interpreters (see ``conftest.py`` and ``scenarios.
 from __future__ import annotations
 
 import pytest
+import torch
 
 from .conftest import scenario_names
 
@@ -29,12 +30,32 @@ PATCH_SCENARIOS = {
     "0015": "flex_attention_device",
 }
 
+#: patch number -> the first torch release (major, minor) that behaves as the patch makes it
+#: behave; a series for that release or newer does not carry the patch (its series file says so),
+#: and the patch's test checks the stock behaviour instead.
+FIXED_UPSTREAM = {"0007": (2, 14)}
+
+#: A CUDA build of torch (the registry's Linux wheels from 2.14 on here) takes some CUDA-only paths
+#: by build, not by device: there a patch's bug shows differently, or not at all.
+CUDA_BUILD = torch.version.cuda is not None
+
+
+def _release() -> tuple[int, int]:
+    major, minor = torch.__version__.split("+")[0].split(".")[:2]
+    return int(major), int(minor)
+
+
+def carried(number: str) -> bool:
+    """Whether the installed torch's series carries patch ``number``."""
+    return number not in FIXED_UPSTREAM or _release() < FIXED_UPSTREAM[number]
+
+
 CUDA_DISABLED_WARNING = "torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling."
 
 
 def test_every_patch_has_a_scenario(series) -> None:
     numbers = {patch.name.split("-", 1)[0] for patch in series.patches}
-    assert numbers == set(PATCH_SCENARIOS)
+    assert numbers == {n for n in PATCH_SCENARIOS if carried(n)}
     assert set(PATCH_SCENARIOS.values()) <= set(scenario_names())
 
 
@@ -94,14 +115,22 @@ def test_0005_dynamo_restores_the_accelerator_rng_state(scenarios) -> None:
 def test_0006_ddp_trains_through_bf16_compress_hook_on_the_accelerator(scenarios) -> None:
     stock, patched = scenarios.observe("neuron", "ddp_bf16_hook")
     assert stock["ddp_device_type"] == patched["ddp_device_type"] == "neuron"
-    assert stock["hook_registered"]["error"] == "TypeError"
-    assert "required CUDA 11+ and NCCL 2.10+" in stock["hook_registered"]["message"]
+    if CUDA_BUILD:  # stock asks whether torch was built with CUDA and NCCL, not where the module lives
+        assert stock["hook_registered"] is True
+    else:
+        assert stock["hook_registered"]["error"] == "TypeError"
+        assert "required CUDA 11+ and NCCL 2.10+" in stock["hook_registered"]["message"]
     assert patched["hook_registered"] is True
     assert patched["gradient_went_through_bf16"] is True
 
 
 def test_0007_register_backend_default_devices_include_the_accelerator(scenarios) -> None:
     stock, patched = scenarios.observe("neuron", "register_backend_default_devices")
+    if not carried("0007"):  # torch assumes cpu and the current accelerator itself
+        assert "neuron" in stock["capability"] and "neuron" in stock["registered_config_devices"]
+        assert "neuron" in stock["unknown_config_devices"]
+        assert patched == stock
+        return
     assert stock["capability"] == stock["registered_config_devices"] == ["cpu", "cuda"]
     assert "neuron" not in stock["unknown_config_devices"]
     assert patched["capability"] == ["cpu", "cuda", "neuron"]
@@ -119,7 +148,10 @@ def test_0008_device_mesh_does_not_reuse_the_gloo_world_for_the_accelerator(scen
 
 def test_0009_memory_snapshot_uses_the_accelerator_module(scenarios) -> None:
     stock, patched = scenarios.observe("neuron", "memory_snapshot")
-    assert stock["error"] == "AttributeError" and "_cuda_memorySnapshot" in stock["message"]
+    if CUDA_BUILD:  # stock silently answers with the CUDA allocator's (empty) snapshot, not neuron's
+        assert "error" not in stock and "segments" in stock["keys"]
+    else:
+        assert stock["error"] == "AttributeError" and "_cuda_memorySnapshot" in stock["message"]
     if "error" in patched:  # the emulator has no torch.neuron.memory._snapshot
         assert patched["error"] == "RuntimeError"
         assert "'neuron'" in patched["message"] and "cuda" not in patched["message"]

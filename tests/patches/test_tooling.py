@@ -40,9 +40,14 @@ def test_series_lists_every_patch_file_in_order(series) -> None:
     on_disk = sorted(p.name for p in series.directory.glob("*.patch"))
     assert [p.name for p in series.all_patches] == on_disk
     assert len(series.patches) >= 8
-    total = len(series.all_patches)
-    for number, patch in enumerate(series.all_patches, start=1):
+    # A patch keeps its number in every release's series (the patch tests know it by it); a series
+    # that no longer carries one (fixed upstream, see its series file) has a gap there.
+    numbers = [int(p.name[:4]) for p in series.all_patches]
+    assert numbers == sorted(set(numbers))
+    for number, patch in zip(numbers, series.all_patches, strict=True):
         text = patch.path.read_text()
+        total = int(re.search(r"Subject: \[PATCH \d+/(\d+)\]", text).group(1))
+        assert total >= len(series.all_patches), patch.name
         for header in ("From ", "From: ", "Date: ", f"Subject: [PATCH {number:02d}/{total}]"):
             assert header in text, (patch.name, header)
         for section in ("Problem:", "Who it hurts:", "Fix:", "Test plan:"):
@@ -237,13 +242,85 @@ def test_in_place_apply_backs_up_and_revert_restores(series, torch_root: Path, t
 def test_version_mismatch_names_both_versions(
     series, torch_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    site = _pristine_copy(series, torch_root, tmp_path / "site-packages", version="2.14.1")
+    site = _pristine_copy(series, torch_root, tmp_path / "site-packages", version="2.99.0")
     assert patches_main(["check", "--torch-root", str(site)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
-    assert "torch 2.14.1 is installed" in err and "torch 2.13.0" in err
+    assert "torch 2.99.0 is installed" in err and "torch 2.13.0" in err and "2.15.0" in err
     with pytest.raises(TorchVersionMismatchError):
-        load_series("2.14.1")
+        load_series("2.99.0")
+
+
+def test_check_names_the_series_it_chose(series, capsys: pytest.CaptureFixture[str]) -> None:
+    assert patches_main(["check"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(f"series {series.directory} (for torch {series.torch_version}, chosen by the torch at")
+
+
+def _moved_release(series, torch_root: Path, site: Path) -> Path:
+    """A copy of the installed files as a made-up release 2.99.0 whose lines all moved down."""
+    _pristine_copy(series, torch_root, site, version="2.99.0")
+    for rel in series.files:
+        (site / rel).write_text("# 2.99.0 moved everything\n" * 7 + (site / rel).read_text())
+    return site
+
+
+def _series_dir_copy(series, tmp_path: Path) -> Path:
+    patches_dir = tmp_path / "patches"
+    shutil.copytree(series.directory, patches_dir / "pytorch" / series.torch_version)
+    return patches_dir
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="accel patches rebase writes its diffs with git")
+def test_rebase_makes_a_series_that_applies_to_the_new_release(series, torch_root: Path, tmp_path: Path, capsys) -> None:
+    site = _moved_release(series, torch_root, tmp_path / "site-packages")
+    patches_dir = _series_dir_copy(series, tmp_path)
+    args = ["--torch-root", str(site), "--patches-dir", str(patches_dir)]
+    assert patches_main(["rebase", "--from", series.torch_version, *args]) == 0
+    out = capsys.readouterr().out
+    assert "rebased onto torch 2.99.0" in out and "PORT" not in out
+    rebased = load_series("2.99.0", patches_dir)
+    assert [p.name for p in rebased.all_patches] == [p.name for p in series.all_patches]
+    assert [p.subject for p in rebased.all_patches] == [p.subject for p in series.all_patches]
+    for old, new in zip(series.patches, rebased.patches, strict=True):
+        assert [h.old_start for d in new.diffs for h in d.hunks] != [h.old_start for d in old.diffs for h in d.hunks]
+    assert patches_main(["check", *args]) == 0
+    assert "0 fail" in capsys.readouterr().out
+    moved = patched_texts(rebased, site)
+    original = patched_texts(series, torch_root)
+    assert {rel: texts[1] for rel, texts in moved.items()} == {
+        rel: "# 2.99.0 moved everything\n" * 7 + texts[1] for rel, texts in original.items()
+    }
+    assert patches_main(["rebase", "--from", series.torch_version, *args]) == 2  # exists: --replace
+    assert "pass --replace" in capsys.readouterr().err
+    assert patches_main(["rebase", "--from", series.torch_version, "--replace", *args]) == 0
+    # what the replaced series decided stays: a patch it no longer carries stays out, with its note
+    new_dir = patches_dir / "pytorch" / "2.99.0"
+    gone = rebased.patches[-1]
+    (new_dir / gone.name).unlink()
+    note = f"# {gone.name[:4]} is not carried: fixed upstream in 2.99\n# (the test checks stock torch)."
+    listing = (new_dir / "series").read_text().replace(gone.name, note)
+    (new_dir / "series").write_text(listing)
+    capsys.readouterr()
+    assert patches_main(["rebase", "--from", series.torch_version, "--replace", *args]) == 0
+    assert f"DROPPED  {gone.name}" in capsys.readouterr().out
+    assert (new_dir / "series").read_text() == listing and not (new_dir / gone.name).exists()
+    assert patches_main(["check", *args]) == 0
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="accel patches rebase writes its diffs with git")
+def test_rebase_copies_a_patch_whose_lines_are_gone_and_says_so(series, torch_root: Path, tmp_path: Path, capsys) -> None:
+    site = _moved_release(series, torch_root, tmp_path / "site-packages")
+    first = series.patches[0]
+    target = site / first.diffs[0].path
+    removed = next(t for tag, t in first.diffs[0].hunks[0].lines if tag == "-")
+    target.write_text(target.read_text().replace(removed, "# rewritten upstream\n", 1))
+    patches_dir = _series_dir_copy(series, tmp_path)
+    code = patches_main(["rebase", "--from", series.torch_version, "--torch-root", str(site), "--patches-dir", str(patches_dir)])
+    assert code == 1
+    out = capsys.readouterr().out
+    assert f"PORT     {first.name}  copied unchanged, a person must port it" in out
+    assert (patches_dir / "pytorch" / "2.99.0" / first.name).read_bytes() == first.path.read_bytes()
 
 
 # ----------------------------------------------------------------------------- activation

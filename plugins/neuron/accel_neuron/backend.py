@@ -73,11 +73,12 @@ class NeuronBackend(Backend):
         return self._native_availability()
 
     def _emulator_availability(self) -> Availability:
-        from .emulator.install import EMULATED_TORCH, unsupported_torch
+        from .emulator.errors import tested_hint
+        from .emulator.install import unsupported_torch
 
-        reason = unsupported_torch()
-        if reason is not None:
-            return Availability.no(reason, hint=f"pip install 'torch=={EMULATED_TORCH[-1]}.*'")
+        refusal = unsupported_torch()
+        if refusal is not None:
+            return Availability.no(refusal.reason, hint=tested_hint())
         owner = torch._C._get_privateuse1_backend_name()
         if owner not in ("privateuseone", "neuron"):
             return Availability.no(
@@ -189,7 +190,39 @@ class NeuronBackend(Backend):
             import torch_neuronx
 
             rows.append(("torch_neuronx", str(getattr(torch_neuronx, "__version__", "unknown"))))
+        else:
+            rows += _emulator_rows()
         for var in ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", "NEURON_RT_STOCHASTIC_ROUNDING_EN"):
             if var in os.environ:
                 rows.append((var, os.environ[var]))
         return rows
+
+
+def _emulator_rows() -> list[tuple[str, str]]:
+    """``accel info`` rows of the emulated device: the torch release, whether tested, the probes."""
+    from .emulator import compat
+    from .emulator.install import is_installed, unsupported_torch
+
+    status = compat.release_status()
+    rows = [
+        ("torch release", torch.__version__),
+        (
+            "torch tested with the emulator",
+            "yes" if status == "tested" else f"no ({status}; tested: {', '.join(compat.TESTED_TORCH)})",
+        ),
+    ]
+    probes = compat.hook_probes()
+    failed = [p for p in probes if not p.ok]
+    rows.append(
+        (
+            "emulator hook probes",
+            f"{len(probes) - len(failed)}/{len(probes)} pass"
+            + "".join(f"; {p.name}: {p.detail}" for p in failed),
+        )
+    )
+    refusal = unsupported_torch()
+    if is_installed():
+        rows.append(("emulator self-test", f"{len(compat.SELF_TEST)}/{len(compat.SELF_TEST)} pass"))
+    elif refusal is not None and refusal.probe in compat.SELF_TEST:
+        rows.append(("emulator self-test", f"failed: {refusal.probe}: {refusal.detail}"))
+    return rows

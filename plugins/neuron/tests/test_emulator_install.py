@@ -37,29 +37,110 @@ def test_install_refuses_when_another_backend_owns_privateuse1(run_python):
     assert "refused:" in proc.stdout and "'foo'" in proc.stdout
 
 
-def test_install_refuses_a_torch_release_its_private_hooks_were_not_checked_against(run_python):
+def test_a_newer_untested_release_runs_when_its_probes_pass_with_one_warning(run_python):
     proc = run_python(
         """
+        import warnings
         import torch
-        torch.__version__ = "2.15.0+cpu"  # as if a newer torch were installed
-        from accel_neuron.emulator import EmulatorError, install, is_installed
-        try:
+        torch.__version__ = "2.99.0+cpu"  # as if a release newer than the tested ones were installed
+        from accel_neuron.emulator import install, is_installed
+        from accel_neuron.emulator.compat import UntestedTorchWarning
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             install()
-        except EmulatorError as e:
-            print("refused:", e)
+            install()
+            x = torch.ones(3, device="neuron") * 2
+        assert is_installed() and x.cpu().tolist() == [2.0, 2.0, 2.0]
+        for w in caught:
+            print(w.category.__name__, "|", w.message)
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("UntestedTorchWarning | torch 2.99.0+cpu is newer than the newest release")
+    assert "(2.13.0, 2.14.1, 2.15.0)" in lines[0]
+
+
+def test_a_missing_private_hook_refuses_with_the_probe_that_failed(run_python):
+    proc = run_python(
+        """
+        import os
+        import torch
+        del torch._C._construct_storage_from_data_pointer  # as if a release had dropped it
+        os.environ["ACCEL_NEURON_EMULATE"] = "1"
+        import accel_abstraction as accel
+        from accel_abstraction.errors import BackendUnavailableError
+        from accel_neuron.emulator import EmulatorError, install, is_installed
+        for attempt in (lambda: accel.use("neuron"), install):
+            try:
+                attempt()
+            except BackendUnavailableError as e:
+                print(type(e).__name__, isinstance(e, EmulatorError), "|", e)
         assert not is_installed()
         """
     )
     assert proc.returncode == 0, proc.stderr
-    assert "refused: the neuron emulator relies on private PyTorch hooks checked against torch 2.13" in proc.stdout
-    assert "torch 2.15.0+cpu is installed" in proc.stdout
+    selected, installed = proc.stdout.splitlines()
+    probe = "the neuron emulator's probe 'storage from a data pointer' failed on torch"
+    assert selected.startswith("BackendUnavailableError False | backend 'neuron' is not available")
+    assert probe in selected and "missing torch._C._construct_storage_from_data_pointer" in selected
+    assert "To fix: install a torch release the emulator was tested on (2.13.0, 2.14.1, 2.15.0)" in selected
+    assert installed.startswith("EmulatorProbeError True | backend 'neuron' is not available") and probe in installed
 
 
-def test_unsupported_torch_names_the_versions():
-    from accel_neuron.emulator.install import unsupported_torch
+def test_a_failing_self_test_refuses_for_the_rest_of_the_process(run_python):
+    proc = run_python(
+        """
+        import os
+        import torch
+        import accel_abstraction.module_apply as module_apply
+        module_apply.enable = lambda owner: None  # as if tied weights untied again on this release
+        os.environ["ACCEL_NEURON_EMULATE"] = "1"
+        import accel_abstraction as accel
+        from accel_abstraction.errors import BackendUnavailableError
+        from accel_neuron.emulator import install, is_installed
+        from accel_neuron.backend import NeuronBackend
+        for attempt in (install, lambda: accel.use("neuron")):
+            try:
+                attempt()
+            except BackendUnavailableError as e:
+                print(type(e).__name__, "|", e.probe if hasattr(e, "probe") else "-", "|", e)
+        assert not is_installed()
+        print("available:", NeuronBackend().availability().available)
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    first, second, available = proc.stdout.splitlines()
+    assert first.startswith("EmulatorProbeError | self-test: tied and lazy .to() |")
+    assert "a tied weight became two parameters after .to('neuron')" in first
+    assert second.startswith("BackendUnavailableError | - |") and "'self-test: tied and lazy .to()'" in second
+    assert available == "available: False"
 
-    assert unsupported_torch("2.13.0+cpu") is None
-    assert "torch 2.14.1 is installed" in unsupported_torch("2.14.1")
+
+def test_release_status_and_probes_on_the_installed_torch():
+    from accel_neuron.emulator import compat
+
+    assert compat.release_status("2.13.0+cpu") == "tested"
+    assert compat.release_status("2.15.0") == "tested"
+    assert compat.release_status("2.16.0") == "newer"
+    assert compat.release_status("3.0.0a0") == "newer"
+    assert compat.release_status("2.12.1") == "older"
+    assert [r for r in compat.hook_probes() if not r.ok] == []
+    assert len(compat.hook_probes()) == len(compat.HOOKS)
+
+
+def test_info_rows_show_the_release_and_the_probes(neuron_selected):
+    from accel_neuron.emulator import compat
+
+    from accel_abstraction import info
+
+    rows = dict(info.collect()["environment"])
+    assert rows["torch release"] == torch.__version__
+    tested = compat.release_status() == "tested"
+    assert rows["torch tested with the emulator"] == "yes" if tested else rows["torch tested with the emulator"].startswith("no")
+    assert rows["emulator hook probes"] == f"{len(compat.HOOKS)}/{len(compat.HOOKS)} pass"
+    assert rows["emulator self-test"] == f"{len(compat.SELF_TEST)}/{len(compat.SELF_TEST)} pass"
 
 
 def test_device_module_exposes_native_names(neuron_emulator):

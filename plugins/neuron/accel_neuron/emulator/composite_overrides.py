@@ -80,6 +80,14 @@ def _sdpa(
     choice = sdp_choice(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     mask = _bool_mask_to_additive(attn_mask, query.dtype)
     if choice == _FLASH:
+        if query.dim() == 3:
+            # From torch 2.15 the CPU chooser also picks flash for unbatched (3-dim) inputs; its
+            # kernel takes 4 dims, so the CPU runs it on a batch of one (bitwise the same here).
+            q, k, v = (t.unsqueeze(0) if t.dim() == 3 else t for t in (query, key, value))
+            m = mask.unsqueeze(0) if mask is not None and mask.dim() == 3 else mask
+            return aten._scaled_dot_product_flash_attention_for_cpu(
+                q, k, v, dropout_p, is_causal, attn_mask=m, scale=scale
+            )[0].squeeze(0)
         return aten._scaled_dot_product_flash_attention_for_cpu(
             query, key, value, dropout_p, is_causal, attn_mask=mask, scale=scale
         )[0]

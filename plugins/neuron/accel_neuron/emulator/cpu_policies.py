@@ -5,9 +5,10 @@ picks a per-device policy from a table, the CPU's entry is the right one for
 the emulated device (and the only one that gives CPU results bit for bit):
 
 * ``F.linear_cross_entropy`` with chunking options resolves ``acc_policy="auto"``
-  and the accumulation dtype from ``(device.type, dtype)``: float32 accumulation
-  ("accurate") for bfloat16/float16 on the CPU, low-precision ("compact") for
-  unlisted devices. PyTorch documents "accurate" for backends that run
+  and the accumulation dtype from ``(device.type, dtype)`` (a table up to torch 2.13,
+  ``_auto_acc_policy`` from 2.14: whichever is there is given the CPU's answer): float32
+  accumulation ("accurate") for bfloat16/float16 on the CPU, low-precision ("compact") for
+  other devices. PyTorch documents "accurate" for backends that run
   fp16/bf16 GEMMs with an fp32 upcast, which the emulator does.
 """
 
@@ -25,13 +26,22 @@ def _linear_cross_entropy() -> None:
         from torch.nn.modules import linear_cross_entropy_options as opts
     except ImportError:  # an older or newer PyTorch without the chunked path
         return
-    table = getattr(opts, "_AUTO_DEFAULTS", None)
     options = getattr(opts, "LinearCrossEntropyOptions", None)
-    if not isinstance(table, dict) or options is None or not hasattr(options, "_resolve_auto_acc_dtype"):
+    if options is None or not hasattr(options, "_resolve_auto_acc_dtype"):
         return
-    for (dev, dtype), default in list(table.items()):
-        if dev == "cpu":
-            table.setdefault(("neuron", dtype), default)
+    # The "auto" acc_policy: a (device type, dtype) table up to torch 2.13, a function from 2.14.
+    table = getattr(opts, "_AUTO_DEFAULTS", None)
+    if isinstance(table, dict):
+        for (dev, dtype), default in list(table.items()):
+            if dev == "cpu":
+                table.setdefault(("neuron", dtype), default)
+    pick = getattr(opts, "_auto_acc_policy", None)
+    if callable(pick):
+
+        def _auto_acc_policy(device_type: str | None, dtype: torch.dtype) -> Any:
+            return pick("cpu" if device_type == "neuron" else device_type, dtype)
+
+        opts._auto_acc_policy = _auto_acc_policy
     original = options._resolve_auto_acc_dtype
 
     def _resolve_auto_acc_dtype(dtype: torch.dtype, device: torch.device | None) -> Any:

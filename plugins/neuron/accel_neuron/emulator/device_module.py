@@ -11,6 +11,7 @@ device. ``_is_emulated`` is True so a backend can tell emulation from hardware.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -233,12 +234,19 @@ def set_rng_state(new_state: torch.Tensor, device: _DeviceLike = "neuron") -> No
 # ---------------------------------------------------------------- streams and events
 
 
+_PRIVATEUSE1 = int(torch._C._autograd.DeviceType.PrivateUse1)
+_stream_ids = itertools.count()
+
+
 class Stream:
     """A stream handle. Execution is synchronous, so waiting and recording do nothing."""
 
     def __init__(self, device: _DeviceLike = None, priority: int = 0, **kwargs: Any) -> None:
         self.device_index = _index(device)
-        self.device_type = "neuron"
+        # as torch.Stream: c10's DeviceType number and an id (FSDP2 in torch 2.15 passes both to
+        # torch.ops.fsdp.record_grad_output_stream)
+        self.device_type = _PRIVATEUSE1
+        self.stream_id = next(_stream_ids)
         self.priority = priority
 
     @property

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from accel_abstraction.errors import AccelError
+from accel_abstraction.errors import AccelError, BackendUnavailableError
 
 
 class EmulatorError(AccelError, RuntimeError):
@@ -21,4 +21,34 @@ def limit(what: str, instead: str) -> EmulatorError:
     return EmulatorError(
         f"{what} is not supported by the neuron emulator (pure-Python CPU emulation, "
         f"see 'Emulator limits' in plugins/neuron/README.md). {instead}"
+    )
+
+
+class EmulatorProbeError(EmulatorError, BackendUnavailableError):
+    """A capability probe of the installed torch failed: the emulated device cannot run on it.
+
+    Both an :class:`EmulatorError` and the
+    :class:`~accel_abstraction.errors.BackendUnavailableError` that selecting an unavailable
+    backend raises; ``probe`` names the probe (see :mod:`accel_neuron.emulator.compat`).
+    """
+
+    def __init__(self, probe: str, detail: str, version: str) -> None:
+        BackendUnavailableError.__init__(
+            self,
+            "neuron",
+            f"the neuron emulator's probe {probe!r} failed on torch {version}: {detail}",
+            hint=tested_hint(),
+        )
+        self.probe = probe
+        self.detail = detail
+
+
+def tested_hint() -> str:
+    """What to install instead: a torch release the emulator was tested on."""
+    from .compat import TESTED_TORCH
+
+    return (
+        f"install a torch release the emulator was tested on ({', '.join(TESTED_TORCH)}), e.g. "
+        f"pip install 'torch=={TESTED_TORCH[-1]}'; the public accel API and the native neuron "
+        "backend do not depend on these hooks"
     )

@@ -7,28 +7,26 @@ import threading
 
 import torch
 
-from .errors import EmulatorError
+from . import compat
+from .errors import EmulatorError, EmulatorProbeError
 
 log = logging.getLogger("accel_neuron.emulator")
 
-#: torch minor versions whose private hooks the emulator was written and tested against
-#: (``torch.utils.backend_registration``, ``torch._C._acc``, storage construction from a data
-#: pointer, the PrivateUse1 fallback). Add a version only after the emulator's suite passes on it.
-EMULATED_TORCH: tuple[str, ...] = ("2.13",)
+_refused: EmulatorProbeError | None = None  # a failed self-test: the process keeps refusing
 
 
-def unsupported_torch(version: str | None = None) -> str | None:
-    """Why the emulator cannot run on torch ``version`` (default: the installed one), or ``None``."""
-    version = version or torch.__version__
-    minor = ".".join(version.split("+")[0].split(".")[:2])
-    if minor in EMULATED_TORCH:
-        return None
-    return (
-        f"the neuron emulator relies on private PyTorch hooks checked against torch "
-        f"{' and '.join(EMULATED_TORCH)} only, and torch {version} is installed; install "
-        f"torch=={EMULATED_TORCH[-1]}.* for the emulated device (the public accel API and the native "
-        f"neuron backend do not depend on these hooks)"
-    )
+def unsupported_torch() -> EmulatorProbeError | None:
+    """Why the emulator cannot run on the installed torch (the first failed probe), or ``None``.
+
+    The private hooks are probed without side effects (:func:`.compat.hook_probes`); once
+    ``install()`` has refused on a failed self-test, that refusal is the answer.
+    """
+    if _refused is not None:
+        return _refused
+    failed = compat.first_failure(compat.hook_probes())
+    return None if failed is None else EmulatorProbeError(failed.name, failed.detail, torch.__version__)
+
+
 _lock = threading.Lock()
 _installed = False
 
@@ -53,7 +51,10 @@ def install(devices: int | None = None, source: str = "") -> None:
     if another backend already owns PrivateUse1 under another name, if a
     `neuron` backend that is not this emulator (the real one) is loaded, or if
     it was installed with another device count;
-    :class:`~accel_abstraction.errors.ConfigError` for an invalid configured count.
+    :class:`~accel_abstraction.errors.ConfigError` for an invalid configured count;
+    :class:`EmulatorProbeError` (a ``BackendUnavailableError`` too) naming the capability probe
+    of the installed torch that failed (:mod:`.compat`). A torch release outside
+    ``compat.TESTED_TORCH`` whose probes pass runs, with one :class:`.compat.UntestedTorchWarning`.
     """
     global _installed
     with _lock:
@@ -67,9 +68,9 @@ def install(devices: int | None = None, source: str = "") -> None:
                     "The device count is fixed for the life of a process: set it before the first install."
                 )
             return
-        reason = unsupported_torch()
-        if reason is not None:
-            raise EmulatorError(reason)
+        refusal = unsupported_torch()
+        if refusal is not None:
+            raise refusal
         owner = _current_owner()
         if owner not in ("privateuseone", "neuron"):
             raise EmulatorError(
@@ -96,6 +97,7 @@ def install(devices: int | None = None, source: str = "") -> None:
         from . import registration
 
         registration.register(devices, source or f"install(devices={devices})")
+        _self_test()
         from .autograd_threads import run_backward_in_caller_thread
 
         run_backward_in_caller_thread()
@@ -104,3 +106,13 @@ def install(devices: int | None = None, source: str = "") -> None:
         pickling.install()
         _installed = True
     log.info("neuron device emulated on the CPU (%d devices)", devices)
+
+
+def _self_test() -> None:
+    """Run the self-test on the just-registered device; refuse for good (this process) if a probe fails."""
+    global _refused
+    failed = compat.first_failure(compat.self_test_probes())
+    if failed is not None:
+        _refused = EmulatorProbeError(failed.name, failed.detail, torch.__version__)
+        raise _refused
+    compat.warn_if_untested()

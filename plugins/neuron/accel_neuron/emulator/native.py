@@ -42,7 +42,10 @@ def _build_directory() -> Path:
     root = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "torch_extensions"
     )
-    tag = f"torch{torch.__version__}-py{sys.version_info[0]}{sys.version_info[1]}".replace("+", "_")
+    # the build's commit, not __version__: the library depends on the binary, and a reported version
+    # can be faked (the emulator's untested-release test does) without rebuilding
+    build = getattr(torch.version, "git_version", None) or torch.__version__
+    tag = f"torch{build[:12]}-py{sys.version_info[0]}{sys.version_info[1]}".replace("+", "_")
     path = Path(root) / f"{_NAME}-{tag}"
     path.mkdir(parents=True, exist_ok=True)
     return path
