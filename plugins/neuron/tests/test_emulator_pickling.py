@@ -57,9 +57,9 @@ def test_emulated_tensor_travels_through_a_multiprocessing_queue(tmp_path: Path)
         "    p.start()\n"
         "    inbox.put(torch.arange(3.0, device='neuron').requires_grad_())\n"
         "    print(outbox.get(timeout=120))\n"
+        "    p.join(120)\n"  # the sender exits before its tensor is received
         "    back = outbox.get(timeout=120)\n"
         "    print(back.device, back.cpu().tolist())\n"
-        "    p.join(120)\n"
         "    print('exit', p.exitcode)\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACCEL_")}

@@ -10,12 +10,16 @@ into a CPU storage that is then copied to the device.
 ``torch.multiprocessing`` queues share CPU tensors through shared memory and refuse
 other devices in the queue's feeder thread, where the error is lost and the receiver
 waits forever. :func:`install` registers a reduction for tensors on the emulated device:
-the receiver gets a copy on the same device (built from a shared CPU tensor), not memory
-shared with the sender, as for a device without IPC.
+the receiver gets a copy on the same device, not memory shared with the sender, as for a
+device without IPC. The copy travels by value in the queue's message (the tensor's CPU
+bytes, written by ``torch.save``): a CPU tensor would be shared through a file descriptor
+that the receiver fetches from the sender, which fails with ``ConnectionResetError`` when
+the sender has exited in between (seen in CI).
 """
 
 from __future__ import annotations
 
+import io
 import threading
 from typing import Any
 
@@ -47,11 +51,12 @@ _REAL_WRITE_FILE = torch.UntypedStorage._write_file
 _REAL_SET_FROM_FILE = torch.UntypedStorage._set_from_file
 
 
-def rebuild(cpu: torch.Tensor, device: str, requires_grad: bool) -> torch.Tensor:
-    """The receiving side of :func:`_reduce`: the tensor back on ``device`` (installing the emulator)."""
+def rebuild(data: bytes, device: str, requires_grad: bool) -> torch.Tensor:
+    """The receiving side of :func:`_reducer`: the tensor back on ``device`` (installing the emulator)."""
     from .install import install as install_emulator
 
     install_emulator()
+    cpu = torch.load(io.BytesIO(data), weights_only=True)
     out = cpu.to(device)
     if requires_grad:
         out.requires_grad_(True)
@@ -68,7 +73,9 @@ def _reducer(original: Any) -> Any:
                 "support crossing process boundaries.  If you just want to transfer the data, call detach() "
                 "on the tensor before serializing (e.g., putting it on the queue)."
             )  # torch's own refusal for CPU and CUDA tensors, word for word
-        return (rebuild, (tensor.detach().cpu(), str(tensor.device), tensor.requires_grad))
+        buffer = io.BytesIO()
+        torch.save(tensor.detach().cpu(), buffer)  # by value: nothing to fetch from the sender later
+        return (rebuild, (buffer.getvalue(), str(tensor.device), tensor.requires_grad))
 
     return reduce
 
