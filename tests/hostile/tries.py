@@ -221,7 +221,7 @@ def debris(folder: Path) -> list[str]:
 
 def torch_state(world: World, site: Path) -> str:
     """``stock``, ``patched``, ``mixed`` (each file whole, some of each) or ``broken``."""
-    from accel_abstraction.patching.apply import patched_texts
+    from accel_abstraction.patching.check import patched_texts
 
     patched = {rel: hashlib.sha256(new.encode()).hexdigest() for rel, (_, new) in patched_texts(world.series, world.torch_root).items()}
     stock = world.stock()
