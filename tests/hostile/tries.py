@@ -25,6 +25,10 @@ The classes of tries (``--list`` names them all):
 
 Exit status 0 when every try is clean. Nothing is downloaded; everything happens under a
 temporary folder (``--keep`` keeps it).
+
+Why one script of ~870 lines: it runs on its own, outside the test package (``test_tries_sample``
+starts it as a subprocess), and every try is a small function next to the setup and verdict
+helpers (``World``, ``Verdict``) all tries share; split, one try would be read across files.
 """
 
 from __future__ import annotations
