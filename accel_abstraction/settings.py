@@ -19,7 +19,6 @@ the bad value came from, and the accepted values.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
@@ -29,7 +28,6 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
 from .errors import ConfigError
@@ -75,11 +73,9 @@ class ConfigSection(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        path = _ACTIVE_FILE.get(cls)
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if path is not None:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path, toml_table_header=cls.table_header()))
-        return tuple(sources)
+        # Keywords, then the environment. The file's values reach the model as keywords that
+        # neither a keyword nor a variable sets (load() below): no state shared between loads.
+        return (init_settings, env_settings)
 
     @classmethod
     def load(cls: type[S], pyproject: Path | None = None, *, search: bool = True, **overrides: Any) -> S:
@@ -94,14 +90,16 @@ class ConfigSection(BaseSettings):
         path = pyproject or (find_pyproject() if search else None)
         table = _read_table(path, cls) if path is not None else {}
         overrides = {k: v for k, v in overrides.items() if v is not None}
-        with _LOAD_LOCK:
-            _ACTIVE_FILE[cls] = path if table else None
-            try:
-                instance = cls(**overrides)
-            except ValidationError as exc:
-                raise _config_error(cls, exc, overrides, path) from None
-            finally:
-                _ACTIVE_FILE.pop(cls, None)
+        variables = {key.upper() for key in os.environ}
+        from_file = {
+            name: table[name]
+            for name in cls.model_fields
+            if name in table and name not in overrides and _env_name(cls, name) not in variables
+        }
+        try:
+            instance = cls(**from_file, **overrides)
+        except ValidationError as exc:
+            raise _config_error(cls, exc, overrides, path) from None
         instance._provenance = {
             name: _provenance_of(cls, name, overrides, table, path) for name in cls.model_fields
         }
@@ -111,12 +109,6 @@ class ConfigSection(BaseSettings):
         """Where the value of ``field`` came from."""
         prov = getattr(self, "_provenance", None) or {}
         return prov.get(field, Provenance("default", "default"))
-
-
-# The file a load in progress reads; settings_customise_sources is a classmethod without
-# per-call arguments, so load() hands the path over here under a lock.
-_ACTIVE_FILE: dict[type[ConfigSection], Path | None] = {}
-_LOAD_LOCK = threading.Lock()
 
 
 def section_config(env_prefix: str) -> SettingsConfigDict:
