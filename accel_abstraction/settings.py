@@ -39,9 +39,17 @@ from .pyproject import (
     read_section_table,
     toml_key_line,
 )
-from .sections import AMP_ALIASES, CORE, DIST
+from .sections import AMP_ALIASES, CORE, DIST, SectionSpec
 
-__all__ = ["AccelSettings", "ConfigSection", "DistSettings", "Provenance", "find_pyproject", "toml_key_line"]
+__all__ = [
+    "AccelSettings",
+    "ConfigSection",
+    "DistSettings",
+    "Provenance",
+    "declared_model",
+    "find_pyproject",
+    "toml_key_line",
+]
 
 S = TypeVar("S", bound="ConfigSection")
 
@@ -193,23 +201,22 @@ class AccelSettings(ConfigSection):
         return value
 
 
-#: Longest distributed timeout accepted (seconds): 30 days; torch's timedelta arithmetic
-#: overflows on much larger values.
-MAX_DIST_TIMEOUT = 30 * 86400.0
+def declared_model(spec: SectionSpec) -> type[ConfigSection]:
+    """The :class:`ConfigSection` of a section declared with :func:`~accel_abstraction.sections.declare`:
+    one field per :class:`~accel_abstraction.sections.Setting` (its type, default, description
+    and limits). Named after the section (``neuron`` -> ``NeuronSettings``)."""
+    name = "".join(part.title() for part in spec.section.replace("-", "_").split("_")) + "Settings"
+    namespace: dict[str, Any] = {
+        "__module__": __name__,
+        "__qualname__": name,
+        "__doc__": f"[{'.'.join(spec.header)}] / {spec.env_prefix}*: built from its declaration.",
+        "__annotations__": {"section": ClassVar[str], **{f: s.type for f, s in spec.settings.items()}},
+        "model_config": section_config(spec.env_prefix),
+        "section": spec.section,
+        **{f: Field(s.default, description=s.description, **s.limits) for f, s in spec.settings.items()},
+    }
+    return type(name, (ConfigSection,), namespace)
 
 
-class DistSettings(ConfigSection):
-    """Distributed overrides: ``[tool.accel.distributed]`` / ``ACCEL_DIST_*``."""
-
-    model_config = section_config(DIST.env_prefix)
-    section: ClassVar[str] = DIST.section
-
-    backend: str | None = Field(DIST.defaults["backend"], description="Collective library; default: the selected backend's.")
-    init_method: str | None = Field(DIST.defaults["init_method"], description="torch.distributed init_method; default 'env://'.")
-    timeout: float = Field(
-        DIST.defaults["timeout"],
-        gt=0,
-        le=MAX_DIST_TIMEOUT,
-        allow_inf_nan=False,
-        description="Seconds before a collective or rendezvous fails (at most 30 days).",
-    )
+#: ``[tool.accel.distributed]`` / ``ACCEL_DIST_*``: distributed overrides (declared in :data:`.sections.DIST`).
+DistSettings: type[ConfigSection] = DIST.model_class
