@@ -51,7 +51,7 @@ PlainCheck = Callable[[Any], Any]
 
 @dataclass(frozen=True)
 class Setting:
-    """One field of a declared section: what the model checks and what ``accel info`` and docs say."""
+    """One field of a declared section: its type, default, meaning (the model field's description) and limits."""
 
     type: Any
     """The field's type, as a runtime annotation (``bool``, ``int``, ``str | None``)."""
