@@ -38,11 +38,26 @@ def test_a_dense_op_takes_the_compiled_path_and_equals_the_cpu(compiled):
 def test_rare_cases_go_to_the_python_kernel(compiled):
     na = torch.randn(4, device="neuron")
     fast, slow = compiled.path_counts()
-    torch.empty(3, device="neuron")  # a device argument
+    torch.randn(3, device="neuron", generator=torch.Generator(device="neuron"))  # a neuron generator
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         na + torch.ones(4)  # a CPU tensor that is not 0-dim: the Python kernel's error
     assert compiled.path_counts()[1] - slow == 2
     assert torch.equal((na + torch.tensor(2.0)).cpu(), na.cpu() + 2)  # 0-dim CPU tensors stay fast
+
+
+def test_factories_and_default_generators_on_the_compiled_path_match_the_python_kernel(compiled):
+    fast, slow = compiled.path_counts()
+    torch.neuron.manual_seed(5)
+    a = torch.empty(1000, device="neuron").bernoulli_(0.3)  # device argument; default generator
+    b = torch.arange(6, device="neuron:1") if torch.neuron.device_count() > 1 else None
+    assert compiled.path_counts()[1] == slow
+    torch.neuron.manual_seed(5)
+    g = torch.Generator(device="neuron")
+    g.manual_seed(5)  # the same stream as the default generator after manual_seed(5)
+    c = torch.empty(1000, device="neuron").bernoulli_(0.3, generator=g)  # the Python kernel
+    assert torch.equal(a.cpu(), c.cpu())
+    if b is not None:
+        assert b.device == torch.device("neuron:1") and b.cpu().tolist() == list(range(6))
 
 
 def test_tensors_from_either_path_share_storages_and_memory_statistics(compiled):

@@ -459,8 +459,13 @@ native_ops: dict[str, None] = {}  # overloads registered through register_generi
 
 
 def python_only_ops() -> list[str]:
-    """Op names whose every call this kernel handles (copies, CPU-by-design arguments, re-pointing ops)."""
-    return sorted(_COPY_OPS | _RESHAPING_OPS | set(_CPU_ARGS) | set(_CPU_RETURNS))
+    """Op names whose every call this kernel handles (CPU-by-design arguments and results, re-pointing ops)."""
+    return sorted(_RESHAPING_OPS | set(_CPU_ARGS) | set(_CPU_RETURNS))
+
+
+def copy_ops() -> list[str]:
+    """Op names that legitimately mix CPU and neuron tensors (no device check)."""
+    return sorted(_COPY_OPS)
 
 
 def use_native() -> str:

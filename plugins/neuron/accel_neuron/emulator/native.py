@@ -85,7 +85,7 @@ def load() -> bool:
         lib = ctypes.CDLL(path)
         lib.accel_neuron_emulator_register_guard.argtypes = [ctypes.c_int]
         lib.accel_neuron_emulator_set_current_device.argtypes = [ctypes.c_int]
-        lib.accel_neuron_emulator_enable_fast_path.argtypes = [ctypes.c_char_p] * 3
+        lib.accel_neuron_emulator_enable_fast_path.argtypes = [ctypes.c_char_p] * 4
         lib.accel_neuron_emulator_last_error.restype = ctypes.c_char_p
         lib.accel_neuron_emulator_memory_get.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int64)]
         lib.accel_neuron_emulator_memory_set.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int64)]
@@ -145,11 +145,16 @@ HOT_PATH_ENV = "ACCEL_NEURON_EMULATOR_HOT_PATH"
 _HOT_PATHS = ("native", "python")
 
 
-def hot_path() -> str:
+#: Devices the compiled per-op path keeps memory statistics for (``kMaxDevices`` in csrc/fast_path.cpp).
+MAX_DEVICES = 64
+
+
+def hot_path(count: int = 1) -> str:
     """The per-op path this process uses: ``native`` or ``python``.
 
     ``native`` when the C++ core is loaded and ``ACCEL_NEURON_EMULATOR_HOT_PATH`` is unset or
-    ``native``; ``python`` when it is ``python`` or the core could not be built. Read once at install.
+    ``native``; ``python`` when it is ``python``, the core could not be built, or more than
+    :data:`MAX_DEVICES` devices (`count`) are emulated. Read once at install.
     """
     value = os.environ.get(HOT_PATH_ENV, "native").strip().lower() or "native"
     if value not in _HOT_PATHS:
@@ -161,18 +166,26 @@ def hot_path() -> str:
         )
     if value == "python" or not load():
         return "python"
+    if count > MAX_DEVICES:
+        log.warning(
+            "neuron emulator: %d devices, the compiled per-op path serves up to %d: using the Python one",
+            count,
+            MAX_DEVICES,
+        )
+        return "python"
     return "native"
 
 
-def enable_fast_path(slow_ops: list[str], views: list[str], explicit_ops: list[str]) -> None:
+def enable_fast_path(slow_ops: list[str], copy_ops: list[str], views: list[str], explicit_ops: list[str]) -> None:
     """Register the compiled per-op kernel: the PrivateUse1 fallback and the `explicit_ops` overloads.
 
-    `slow_ops`: op names (``aten::copy_``) always handed to the Python kernel on PrivateUse3;
+    `slow_ops`: op names (``aten::set_``) always handed to the Python kernel on PrivateUse3;
+    `copy_ops`: op names whose arguments may sit on the CPU or other devices (``aten::copy_``);
     `views`: overloads (``view.dtype``) whose CPU kernel runs on the neuron tensor itself.
     """
     assert _lib is not None
     rc = _lib.accel_neuron_emulator_enable_fast_path(
-        "\n".join(slow_ops).encode(), "\n".join(views).encode(), "\n".join(explicit_ops).encode()
+        *("\n".join(names).encode() for names in (slow_ops, copy_ops, views, explicit_ops))
     )
     if rc != 0:
         from .errors import EmulatorError

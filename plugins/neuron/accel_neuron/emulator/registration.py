@@ -92,7 +92,7 @@ def register(count: int, source: str) -> None:
     devices.configure(count, source)
     rng.install(count)
     memory.ensure(count)
-    compiled = native.hot_path() == "native"
+    compiled = native.hot_path(count) == "native"
     if compiled:
         # The C++ core keeps the storage bookkeeping, for storages made on either path.
         fallback.use_native()
@@ -130,7 +130,7 @@ def register(count: int, source: str) -> None:
         # an op given a Python PrivateUse1 kernel after its generic one keeps it, as on the Python path
         explicit = sorted({n for n in fallback.native_ops if not has(f"aten::{n}", "PrivateUse1")})
         views = list(kernels.DEVICE_AGNOSTIC_VIEWS)
-        native.enable_fast_path(fallback.python_only_ops(), views, explicit + views)
+        native.enable_fast_path(fallback.python_only_ops(), fallback.copy_ops(), views, explicit + views)
     _libs.extend(autocast_policy.register())
     limits.patch()
     compile.patch()

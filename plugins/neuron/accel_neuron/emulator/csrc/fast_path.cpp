@@ -11,8 +11,9 @@
 //
 // Per-op path. A boxed PrivateUse1 kernel (the fallback, and per-op for ops whose composite kernel
 // would otherwise win) runs the common case here: dense neuron tensors on one device (0-dim CPU
-// tensors and CPU index tensors allowed), no generator or device argument, not random, not an op
-// that re-points or resizes an argument. It swaps neuron tensors for CPU views, calls the op (full
+// tensors and CPU index tensors allowed; copies mix devices), a device argument on neuron or the CPU,
+// no generator argument (the device's default one is passed), not random without a generator
+// argument, not an op that re-points or resizes an argument. It swaps neuron tensors for CPU views, calls the op (full
 // dispatch, as the Python path does), returns written arguments as passed and wraps other CPU
 // results as neuron tensors over the same memory. Every other call is redispatched to the
 // PrivateUse3 key, where the Python kernel (fallback.py) is registered: it raises the device
@@ -41,6 +42,10 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+at::Generator accel_neuron_emulator_default_cpu_generator(int index);  // runtime.cpp
+extern "C" int accel_neuron_emulator_current_device();                // device_guard.cpp
+extern "C" int accel_neuron_emulator_device_count();
 
 namespace {
 
@@ -268,11 +273,12 @@ void resize_storage(const at::Tensor& t, int64_t nbytes) {
 
 // ---- the per-op path -----------------------------------------------------------------------
 
-enum class ArgKind : uint8_t { kOther, kTensor, kTensorList, kIndexList };
+enum class ArgKind : uint8_t { kOther, kTensor, kTensorList, kIndexList, kDevice, kGenerator };
 
 struct Plan {
   bool fast = false;
   bool view = false;  // a device-agnostic view op: its CPU kernel runs on the neuron tensor itself
+  bool copy = false;  // a copy: CPU tensors and other neuron devices may meet (fallback.py's _COPY_OPS)
   size_t nargs = 0;
   std::vector<ArgKind> kinds;
   std::vector<int> ret_src;  // per return: the argument it returns (written alias), or -1
@@ -281,6 +287,7 @@ struct Plan {
 std::mutex plans_mutex;
 std::unordered_map<const c10::FunctionSchema*, std::unique_ptr<Plan>> plans;
 std::unordered_set<std::string> slow_names;  // op names the Python kernel must handle (fallback.py's tables)
+std::unordered_set<std::string> copy_names;  // copies (fallback.py's _COPY_OPS)
 std::unordered_set<std::string> view_names;  // "name" or "name.overload" of device-agnostic views
 std::atomic<int64_t> fast_calls{0};
 std::atomic<int64_t> slow_calls{0};
@@ -304,9 +311,10 @@ std::unique_ptr<Plan> make_plan(const c10::OperatorHandle& op) {
     plan->view = true;
     return plan;
   }
+  plan->copy = copy_names.count(name) != 0;
   bool fast = slow_names.count(name) == 0 && name.find("sparse") == std::string::npos &&
-      name.find("mkldnn") == std::string::npos && !op.hasTag(at::Tag::nondeterministic_seeded) &&
-      !op.hasTag(at::Tag::inplace_view);
+      name.find("mkldnn") == std::string::npos && !op.hasTag(at::Tag::inplace_view);
+  bool has_generator = false;
   std::unordered_map<c10::Symbol, int> written;  // alias set -> argument position
   for (size_t i = 0; i < schema.arguments().size(); ++i) {
     const auto& arg = schema.arguments()[i];
@@ -327,9 +335,17 @@ std::unique_ptr<Plan> make_plan(const c10::OperatorHandle& op) {
     } else if (holds_tensors(type)) {
       fast = false;  // a tensor inside some other structure
     }
-    std::string type_str = type->str();
-    if (type_str.find("Generator") != std::string::npos || type_str.find("Device") != std::string::npos) {
-      fast = false;
+    c10::TypePtr inner = k == c10::TypeKind::OptionalType ? type->containedType(0) : type;
+    if (inner->kind() == c10::TypeKind::DeviceObjType) {
+      kind = ArgKind::kDevice;
+    } else if (inner->kind() == c10::TypeKind::GeneratorType) {
+      kind = ArgKind::kGenerator;
+      has_generator = true;
+    } else if (kind == ArgKind::kOther) {
+      std::string type_str = type->str();
+      if (type_str.find("Generator") != std::string::npos || type_str.find("Device") != std::string::npos) {
+        fast = false;  // inside some other structure
+      }
     }
     const c10::AliasInfo* alias = arg.alias_info();
     if (alias != nullptr && alias->isWrite()) {
@@ -338,6 +354,8 @@ std::unique_ptr<Plan> make_plan(const c10::OperatorHandle& op) {
     }
     plan->kinds.push_back(kind);
   }
+  // random without a generator argument (dropout): Python swaps the device's state in
+  if (op.hasTag(at::Tag::nondeterministic_seeded) && !has_generator) fast = false;
   for (const auto& ret : schema.returns()) {
     const c10::AliasInfo* alias = ret.alias_info();
     int src = -1;
@@ -377,7 +395,9 @@ void slow(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 
 // Checks one tensor argument. Returns false when the call must take the Python path.
-inline bool note(const at::Tensor& t, bool cpu_ok, int* index) {
+// `cpu_ok`: a CPU tensor of any size belongs here (index lists, copies); `mixed_ok`: so do other
+// neuron devices (copies).
+inline bool note(const at::Tensor& t, bool cpu_ok, bool mixed_ok, int* index) {
   if (!t.defined()) return true;
   c10::DeviceType type = t.device().type();
   if (type == kNeuron) {
@@ -386,12 +406,12 @@ inline bool note(const at::Tensor& t, bool cpu_ok, int* index) {
     int j = t.device().index();
     if (*index < 0) {
       *index = j;
-    } else if (*index != j) {
+    } else if (*index != j && !mixed_ok) {
       return false;
     }
     return true;
   }
-  return type == c10::DeviceType::CPU && (cpu_ok || t.dim() == 0);
+  return type == c10::DeviceType::CPU && (cpu_ok || t.dim() == 0) && t.layout() == c10::kStrided;
 }
 
 inline at::Tensor view_if_neuron(const at::Tensor& t) {
@@ -441,32 +461,62 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   const size_t n = plan.nargs;
   const size_t base = stack->size() - n;
-  int index = -1;
+  const bool copy = plan.copy;
+  int index = -1;       // device of the neuron tensor arguments
+  int asked = -1;       // device named by a device argument
+  bool to_cpu = false;  // a device argument names the CPU: results stay CPU tensors
+  bool needs_generator = false;
   for (size_t i = 0; i < n; ++i) {
     const c10::IValue& a = (*stack)[base + i];
     switch (plan.kinds[i]) {
       case ArgKind::kTensor:
-        if (a.isTensor() && !note(a.toTensor(), false, &index)) return slow(op, stack);
+        if (a.isTensor() && !note(a.toTensor(), copy, copy, &index)) return slow(op, stack);
         break;
       case ArgKind::kTensorList:
         if (a.isTensorList()) {
           for (const at::Tensor& t : a.toTensorList()) {
-            if (!note(t, false, &index)) return slow(op, stack);
+            if (!note(t, copy, copy, &index)) return slow(op, stack);
           }
         }
         break;
       case ArgKind::kIndexList:
         if (a.isList()) {
           for (const c10::IValue& e : a.toListRef()) {
-            if (e.isTensor() && !note(e.toTensor(), true, &index)) return slow(op, stack);
+            if (e.isTensor() && !note(e.toTensor(), true, copy, &index)) return slow(op, stack);
           }
         }
+        break;
+      case ArgKind::kDevice:
+        if (a.isDevice()) {
+          c10::Device d = a.toDevice();
+          if (d.type() == c10::DeviceType::CPU) {
+            to_cpu = true;
+          } else if (d.type() == kNeuron) {
+            asked = d.has_index() ? d.index() : accel_neuron_emulator_current_device();
+            if (asked >= accel_neuron_emulator_device_count()) return slow(op, stack);  // Python's error
+          } else {
+            return slow(op, stack);
+          }
+        } else if (!a.isNone()) {
+          return slow(op, stack);
+        }
+        break;
+      case ArgKind::kGenerator:
+        if (!a.isNone()) return slow(op, stack);  // a neuron generator: Python unwraps it
+        needs_generator = true;
         break;
       case ArgKind::kOther:
         break;
     }
   }
-  if (index < 0) return slow(op, stack);  // no neuron tensor: the result's device is the current one
+  // The result's device: a device argument decides, else the neuron arguments'.
+  const int out_index = asked >= 0 ? asked : index;
+  if (out_index < 0) return slow(op, stack);  // nothing on neuron: Python picks the current device
+  at::Generator generator;
+  if (needs_generator) {
+    generator = accel_neuron_emulator_default_cpu_generator(out_index);
+    if (!generator.defined()) return slow(op, stack);
+  }
 
   std::vector<c10::IValue> orig(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
   for (size_t i = 0; i < n; ++i) {
@@ -495,6 +545,12 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
           a = views;
         }
         break;
+      case ArgKind::kDevice:
+        if (a.isDevice() && a.toDevice().type() == kNeuron) a = c10::Device(c10::DeviceType::CPU);
+        break;
+      case ArgKind::kGenerator:
+        if (a.isNone()) a = generator;
+        break;
       case ArgKind::kOther:
         break;
     }
@@ -516,8 +572,8 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     int src = plan.ret_src[r];
     if (src >= 0) {
       out = orig[static_cast<size_t>(src)];
-    } else {
-      out = wrap(std::move(out), index);
+    } else if (!to_cpu) {
+      out = wrap(std::move(out), out_index);
     }
   }
 }
@@ -558,11 +614,13 @@ extern "C" {
 
 // Register the compiled per-op path: the PrivateUse1 fallback, and per-op kernels for the
 // newline-separated aten overload names in `explicit_ops` ("add.Tensor"). `slow_ops`: op names
-// ("aten::copy_") the Python kernel handles; `views`: device-agnostic view overloads ("view",
+// ("aten::set_") the Python kernel handles; `copy_ops`: copies ("aten::copy_"); `views`: device-agnostic view overloads ("view",
 // "view.dtype"). Returns 0, or -1 with the reason in accel_neuron_emulator_last_error().
-int accel_neuron_emulator_enable_fast_path(const char* slow_ops, const char* views, const char* explicit_ops) {
+int accel_neuron_emulator_enable_fast_path(
+    const char* slow_ops, const char* copy_ops, const char* views, const char* explicit_ops) {
   try {
     for (auto& s : split_lines(slow_ops)) slow_names.insert(s);
+    for (auto& s : split_lines(copy_ops)) copy_names.insert(s);
     for (auto& s : split_lines(views)) view_names.insert(s);
     static auto* fallback_lib =
         new torch::Library(torch::Library::IMPL, "_", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
