@@ -100,8 +100,8 @@ def load() -> bool:
     except Exception as exc:  # any build or load failure: run without it, and say why when it matters
         _failure = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
         log.warning(
-            "neuron emulator: its C++ core could not be built (%s); running without it: neuron:0 stays the "
-            "current device (neuron:1.. work by explicit index), torch.Generator(device='neuron') is "
+            "neuron emulator: its C++ core could not be built (%s); running without it: every op takes the "
+            "pure-Python per-op path (slower), neuron:0 stays the current device (neuron:1.. work by explicit index), torch.Generator(device='neuron') is "
             "unavailable and pin_memory() returns an unpinned copy",
             _failure,
         )
