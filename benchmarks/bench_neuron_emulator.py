@@ -4,14 +4,23 @@ For single small ops and for full training steps (forward, backward, AdamW) of e
 workload it runs the same code on the CPU and on the emulated ``neuron`` device, in
 interleaved shuffled rounds (:mod:`harness`: thread CPU time, median and range), and prints
 the ratio (emulated / CPU; 1.00 = no overhead) and the emulator's overhead per op in
-microseconds. Target: every step <= 1.3x. Run:
-``python benchmarks/bench_neuron_emulator.py [--ops-only] [--json FILE]``.
+microseconds. Each runs twice, in two processes: with the compiled per-op path (the C++
+core, ``ACCEL_NEURON_EMULATOR_HOT_PATH=native``) and with the pure-Python one
+(``ACCEL_NEURON_EMULATOR_HOT_PATH=python``), printed side by side.
+Targets (issue 26): <= 3 us overhead per small op; MLP 3x512 batch 8 step <= 1.15x; transformer
+block <= 1.05x; the main job's step (examples/train.py) <= 1.05x. Run:
+``python benchmarks/bench_neuron_emulator.py [--ops-only] [--hot-path native|python] [--json FILE]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
+import os
+import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +29,11 @@ import torch.nn as nn
 
 sys.path.insert(0, str(Path(__file__).parent))
 import harness  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+HOT_PATH_ENV = "ACCEL_NEURON_EMULATOR_HOT_PATH"
+PATHS = ("native", "python")
+LABEL = {"native": "compiled", "python": "python"}
 
 
 def _mlp_step(device: str, batch: int) -> Callable[[], None]:
@@ -55,6 +69,30 @@ def _transformer_step(device: str, batch: int) -> Callable[[], None]:
     return step
 
 
+def _main_job_step(device: str, batch: int) -> Callable[[], None]:
+    """One training step of the main job (examples/train.py, default sizes), as its loop runs it."""
+    spec = importlib.util.spec_from_file_location("accel_example_train", ROOT / "examples" / "train.py")
+    assert spec is not None and spec.loader is not None
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    torch.manual_seed(0)
+    data = train.CharData(train.make_corpus(), seed=0)
+    model = train.TinyGPT(data.vocab_size, 32, 64, 4, 2, 0.1).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    x_cpu, y_cpu = data.batch(batch, 32)
+
+    def step() -> None:
+        x, y = x_cpu.to(device), y_cpu.to(device)
+        logits = model(x)
+        loss = nn.functional.cross_entropy(logits.view(-1, logits.size(-1)).float(), y.view(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        loss.item()
+
+    return step
+
+
 def _op_cases(device: str) -> dict[str, Callable[[], object]]:
     """Single small ops (so the op itself costs little), by name."""
     torch.manual_seed(0)
@@ -84,19 +122,19 @@ WORKLOADS = (
     ("MLP 3x512 + AdamW, batch 64", _mlp_step, 64),
     ("MLP 3x512 + AdamW, batch 256", _mlp_step, 256),
     ("transformer block d256 (dropout) + AdamW, 8x64", _transformer_step, 8),
+    ("main job step (examples/train.py TinyGPT, 16x32)", _main_job_step, 16),
 )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ops-only", action="store_true", help="only the per-op cases")
-    harness.add_common_args(parser, rounds=7)
-    args = parser.parse_args()
-    harness.setup_threads(args.threads)
-
+def _measure(args: argparse.Namespace) -> list[harness.Result]:
+    """This process's cases, on the per-op path the environment selects."""
     from accel_neuron import emulator
+    from accel_neuron.emulator import native
 
     emulator.install()
+    wanted = os.environ.get(HOT_PATH_ENV, "native")
+    if native.hot_path() != wanted:
+        raise SystemExit(f"asked for the {wanted} per-op path, the emulator runs the {native.hot_path()} one")
     cpu_ops, neuron_ops = _op_cases("cpu"), _op_cases("neuron")
     cases = [harness.Case(f"op: {name}", neuron_ops[name], cpu_ops[name], "the same op on the CPU") for name in cpu_ops]
     if not args.ops_only:
@@ -104,14 +142,58 @@ def main() -> None:
             harness.Case(f"step: {name}", make("neuron", batch), make("cpu", batch), "the same step on the CPU")
             for name, make, batch in WORKLOADS
         ]
-    results = harness.compare_calls(cases, args.rounds, args.budget, args.seed)
-    harness.print_results("emulated neuron vs the CPU (ops 8x8 float32; steps forward+backward+AdamW)", results, args.threads)
-    for r in results:
-        if r.name.startswith("op: "):
-            per = 3 if "chain" in r.name else 1
-            print(f"{r.name[4:]:32} overhead {(r.ours_ns - r.direct_ns) / per / 1e3:6.1f} us per op")
+    return harness.compare_calls(cases, args.rounds, args.budget, args.seed)
+
+
+def _overhead_us(name: str, r: dict) -> float:
+    per = 3 if "chain" in name else 1
+    return (r["ours"] - r["direct"]) / per / 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops-only", action="store_true", help="only the per-op cases")
+    parser.add_argument(
+        "--hot-path", choices=PATHS, help="measure one per-op path in this process (default: both, side by side)"
+    )
+    harness.add_common_args(parser, rounds=7)
+    args = parser.parse_args()
+    harness.setup_threads(args.threads)
+
+    if args.hot_path:
+        os.environ[HOT_PATH_ENV] = args.hot_path
+        results = _measure(args)
+        harness.print_results(
+            f"emulated neuron ({LABEL[args.hot_path]} per-op path) vs the CPU (ops 8x8 float32; steps fwd+bwd+AdamW)",
+            results,
+            args.threads,
+        )
+        if args.json:
+            harness.write_json(args.json, "neuron_emulator", results, args.threads)
+        return
+
+    # both paths, each in its own process (the path is fixed when the emulator installs)
+    by_path: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in PATHS:
+            out = Path(tmp) / f"{path}.json"
+            cmd = [sys.executable, __file__, "--hot-path", path, "--json", str(out), "--rounds", str(args.rounds)]
+            cmd += ["--budget", str(args.budget), "--threads", str(args.threads), "--seed", str(args.seed)]
+            cmd += ["--ops-only"] if args.ops_only else []
+            subprocess.run(cmd, check=True, env={**os.environ, HOT_PATH_ENV: path})
+            by_path[path] = json.loads(out.read_text())["benchmarks"]["neuron_emulator"]["results"]
+    print(f"\n{'case':58} {'compiled':>9} {'python':>9}   overhead per op (us): compiled / python")
+    for name in by_path["native"]:
+        n, p = by_path["native"][name], by_path["python"][name]
+        extra = f"   {_overhead_us(name, n):6.1f} / {_overhead_us(name, p):6.1f}" if name.startswith("op: ") else ""
+        print(f"{name:58} {n['ratio']:8.3f}x {p['ratio']:8.3f}x{extra}")
     if args.json:
-        harness.write_json(args.json, "neuron_emulator", results, args.threads)
+        merged = {f"{name} [{LABEL[path]}]": r for path in PATHS for name, r in by_path[path].items()}
+        data = json.loads(args.json.read_text()) if args.json.exists() else {"schema": 1, "benchmarks": {}}
+        data["benchmarks"]["neuron_emulator"] = {"machine": harness.machine(args.threads), "results": merged}
+        tmp_path = args.json.with_suffix(".tmp")
+        tmp_path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        tmp_path.replace(args.json)
 
 
 if __name__ == "__main__":

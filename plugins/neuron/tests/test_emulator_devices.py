@@ -307,13 +307,14 @@ def test_count_from_the_environment_and_a_clear_error_without_the_cpp_core(run_p
         except emulator.EmulatorError as e:
             out["error"] = str(e)
         out["current"] = [torch.neuron.current_device(), str(torch.ones(1).to("neuron").device)]
+        out["path"] = native.hot_path()  # every op on the pure-Python kernel
         print("RESULT" + json.dumps(out))
         """
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT"))[6:])
     assert out["count"] == 3 and out["on_2"] == "neuron:2"
-    assert out["current"] == [0, "neuron:0"]
+    assert out["current"] == [0, "neuron:0"] and out["path"] == "python"
     assert "cannot make neuron:1 the current device" in out["error"]
     assert "OSError: no C++ compiler found" in out["error"] and "neuron:1" in out["error"]
     assert "its C++ core could not be built" in proc.stderr

@@ -336,7 +336,7 @@ def self_test_probes() -> tuple[ProbeResult, ...]:
     from . import device_module
 
     neuron = torch.neuron  # type: ignore[attr-defined]
-    initialized = device_module._initialized  # DeviceMesh sets a rank's device only if none was used
+    initialized = device_module.is_initialized()  # DeviceMesh sets a rank's device only if none was used
     states = [neuron.get_rng_state(i) for i in range(neuron.device_count())]
     try:
         with warnings.catch_warnings():
@@ -347,4 +347,4 @@ def self_test_probes() -> tuple[ProbeResult, ...]:
             neuron.set_rng_state(state, i)
             neuron.reset_peak_memory_stats(i)  # the self-test's tensors are not the user's
             neuron.reset_accumulated_memory_stats(i)
-        device_module._initialized = initialized
+        device_module.set_initialized(initialized)

@@ -119,7 +119,7 @@ def register(lib: torch.library.Library) -> None:
         name = qualname.split("::", 1)[1]
         base, _, overload = name.partition(".")
         op = getattr(getattr(aten, base), overload or "default")
-        lib.impl(name, fallback.kernel_for(op), "PrivateUse1")
+        fallback.register_generic(lib, name, op)
     cpu_islands.register(lib)
     _register_sparse()
     cpu_policies.apply()

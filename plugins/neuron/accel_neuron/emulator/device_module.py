@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,9 +107,24 @@ class _utils:  # noqa: N801 - the name torch.serialization looks for
         return _index(device)
 
 
+# With the compiled per-op path, the C++ core records the first neuron storage (native.device_used).
+_native_used: Callable[..., bool] | None = None
+
+
 def is_initialized() -> bool:
     """Whether :func:`init` has run or a neuron tensor has been created (as CUDA's lazy init)."""
+    global _initialized
+    if not _initialized and _native_used is not None and _native_used():
+        _initialized = True
     return _initialized
+
+
+def set_initialized(value: bool) -> None:
+    """Set what :func:`is_initialized` answers (the self-test restores it after its own tensors)."""
+    global _initialized
+    _initialized = value
+    if _native_used is not None:
+        _native_used(value)
 
 
 def init() -> None:

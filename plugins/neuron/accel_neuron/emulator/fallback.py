@@ -448,6 +448,53 @@ def fallback_kernel(op: Any, *args: Any, **kwargs: Any) -> Any:
     return run(op, info, args, kwargs)
 
 
+# ---------------------------------------------------------------- with the compiled per-op path
+#
+# In native mode (``native.hot_path() == "native"``) the PrivateUse1 kernels are the C++ core's
+# (``csrc/fast_path.cpp``); it hands every call it does not take itself to the PrivateUse3 key,
+# where this module's kernels are registered instead.
+
+_mode = {"key": "PrivateUse1"}  # the dispatch key of this module's kernels
+native_ops: dict[str, None] = {}  # overloads registered through register_generic in native mode
+
+
+def python_only_ops() -> list[str]:
+    """Op names whose every call this kernel handles (CPU-by-design arguments and results, re-pointing ops)."""
+    return sorted(_RESHAPING_OPS | set(_CPU_ARGS) | set(_CPU_RETURNS))
+
+
+def copy_ops() -> list[str]:
+    """Op names that legitimately mix CPU and neuron tensors (no device check)."""
+    return sorted(_COPY_OPS)
+
+
+def use_native() -> str:
+    """Switch to native mode (at install, before any neuron tensor); returns the key to register on."""
+    global _cpu_view, _fresh_view, _to_neuron
+    storage.use_native()
+    _cpu_view, _fresh_view, _to_neuron = storage.cpu_view, storage.fresh_cpu_view, storage.to_neuron
+    _mode["key"] = "PrivateUse3"
+    return "PrivateUse3"
+
+
+def kernel_key() -> str:
+    """The dispatch key this module's kernels go on: PrivateUse1, or PrivateUse3 in native mode."""
+    return _mode["key"]
+
+
+def register_generic(lib: torch.library.Library, name: str, op: Any) -> None:
+    """Register the generic kernel for overload `name` (``add.Tensor``) of `op` in `lib` (aten IMPL).
+
+    In native mode the compiled kernel takes PrivateUse1 (``registration.register`` registers
+    :data:`native_ops` with the core once all Python kernels are in) and this one PrivateUse3.
+    """
+    if _mode["key"] == "PrivateUse1":
+        lib.impl(name, kernel_for(op), "PrivateUse1")
+    elif name not in native_ops:  # the Python path skips ops that got a PrivateUse1 kernel already
+        lib.impl(name, kernel_for(op), _mode["key"])
+        native_ops[name] = None
+
+
 def kernel_for(op: Any):
     """An explicit PrivateUse1 kernel for `op` (same behaviour as the fallback)."""
     info = info_for(op)

@@ -25,6 +25,8 @@ _KEYS = (
 
 # one statistics dict per device index (see ensure())
 _states: dict[int, dict[str, int]] = {}
+# With the compiled per-op path the C++ core counts (its storages free themselves there): see use_native().
+_native: Any = None
 
 
 def ensure(count: int) -> None:
@@ -33,8 +35,21 @@ def ensure(count: int) -> None:
         _states.setdefault(index, dict.fromkeys(_KEYS, 0))
 
 
+def use_native(core: Any) -> None:
+    """Read and reset the statistics in the C++ core (``native``), which counts every neuron storage."""
+    global _native
+    _native = core
+
+
 def _state(index: int) -> dict[str, int]:
+    if _native is not None:
+        return dict(zip(_KEYS, _native.memory_get(index), strict=True))
     return _states[index]
+
+
+def _store(index: int, s: dict[str, int]) -> None:
+    if _native is not None:
+        _native.memory_set(index, [s[k] for k in _KEYS])
 
 
 def allocate(nbytes: int, index: int = 0) -> None:
@@ -74,6 +89,7 @@ def reset_peak(index: int = 0) -> None:
     s = _state(index)
     s["peak"] = s["allocated"]
     s["peak_count"] = s["current_count"]
+    _store(index, s)
 
 
 def reset_accumulated(index: int = 0) -> None:
@@ -81,6 +97,7 @@ def reset_accumulated(index: int = 0) -> None:
     s = _state(index)
     for key in ("alloc_count", "free_count", "allocated_total", "freed_total"):
         s[key] = 0
+    _store(index, s)
 
 
 def stats(index: int = 0) -> dict[str, Any]:

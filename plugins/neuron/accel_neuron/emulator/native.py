@@ -8,12 +8,13 @@ the current device cannot be anything else. ``csrc/device_guard.cpp`` replaces i
 ``csrc/runtime.cpp`` implements PyTorch's PrivateUse1 hooks interface, which Python
 cannot: device generators (``torch.Generator(device="neuron")``), pinned host memory
 (``Tensor.pin_memory()``/``is_pinned()``), device count and current device for
-``torch.accelerator``. Both are compiled into one library with
+``torch.accelerator``. ``csrc/fast_path.cpp`` is the compiled per-op path and the storage
+bookkeeping it needs (see :func:`hot_path`). All are compiled into one library with
 ``torch.utils.cpp_extension`` into ``$TORCH_EXTENSIONS_DIR`` (default
 ``~/.cache/torch_extensions``) the first time the emulator installs, and reused after.
 
 When it cannot be built (no C++ compiler, no ninja), the emulator still runs, with one
-warning: every device is reachable by explicit index (``neuron:1``), selecting a current
+warning: every op runs through the Python kernel (``fallback.py``), every device is reachable by explicit index (``neuron:1``), selecting a current
 device other than 0 and creating a ``torch.Generator(device="neuron")`` raise an error
 that says why, and ``pin_memory()`` returns an unpinned copy.
 """
@@ -21,6 +22,7 @@ that says why, and ``pin_memory()`` returns an unpinned copy.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import logging
 import os
 import sys
@@ -31,7 +33,10 @@ import torch
 log = logging.getLogger("accel_neuron.emulator")
 
 _NAME = "accel_neuron_emulator_guard"
-_SOURCES = [Path(__file__).with_name("csrc") / name for name in ("device_guard.cpp", "runtime.cpp")]
+_SOURCES = [
+    Path(__file__).with_name("csrc") / name
+    for name in ("device_guard.cpp", "runtime.cpp", "fast_path.cpp")
+]
 
 _lib: ctypes.CDLL | None = None
 _pylib: ctypes.PyDLL | None = None
@@ -45,7 +50,10 @@ def _build_directory() -> Path:
     # the build's commit, not __version__: the library depends on the binary, and a reported version
     # can be faked (the emulator's untested-release test does) without rebuilding
     build = getattr(torch.version, "git_version", None) or torch.__version__
-    tag = f"torch{build[:12]}-py{sys.version_info[0]}{sys.version_info[1]}".replace("+", "_")
+    # and the sources' hash: checkouts with other sources (another branch, an older install) get their
+    # own folder instead of rebuilding one library in turn
+    digest = hashlib.sha256(b"".join(s.read_bytes() for s in _SOURCES)).hexdigest()[:10]
+    tag = f"torch{build[:12]}-py{sys.version_info[0]}{sys.version_info[1]}-{digest}".replace("+", "_")
     path = Path(root) / f"{_NAME}-{tag}"
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -77,6 +85,12 @@ def load() -> bool:
         lib = ctypes.CDLL(path)
         lib.accel_neuron_emulator_register_guard.argtypes = [ctypes.c_int]
         lib.accel_neuron_emulator_set_current_device.argtypes = [ctypes.c_int]
+        lib.accel_neuron_emulator_enable_fast_path.argtypes = [ctypes.c_char_p] * 4
+        lib.accel_neuron_emulator_last_error.restype = ctypes.c_char_p
+        lib.accel_neuron_emulator_memory_get.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int64)]
+        lib.accel_neuron_emulator_memory_set.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int64)]
+        lib.accel_neuron_emulator_device_used.argtypes = [ctypes.c_int]
+        lib.accel_neuron_emulator_path_counts.argtypes = [ctypes.POINTER(ctypes.c_int64)]
         # The same library again: these entry points hold the GIL and raise Python errors.
         pylib = ctypes.PyDLL(path)
         for name in ("set_default_generators", "cpu_generator"):
@@ -86,8 +100,8 @@ def load() -> bool:
     except Exception as exc:  # any build or load failure: run without it, and say why when it matters
         _failure = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
         log.warning(
-            "neuron emulator: its C++ core could not be built (%s); running without it: neuron:0 stays the "
-            "current device (neuron:1.. work by explicit index), torch.Generator(device='neuron') is "
+            "neuron emulator: its C++ core could not be built (%s); running without it: every op takes the "
+            "pure-Python per-op path (slower), neuron:0 stays the current device (neuron:1.. work by explicit index), torch.Generator(device='neuron') is "
             "unavailable and pin_memory() returns an unpinned copy",
             _failure,
         )
@@ -123,3 +137,89 @@ def python_library() -> ctypes.PyDLL | None:
 def failure() -> str | None:
     """Why the C++ core could not be built (None when it was, or was not tried)."""
     return _failure
+
+
+#: Environment variable choosing the per-op path: ``native`` (default: the compiled kernel when the
+#: C++ core is built) or ``python`` (every op through ``fallback.py``, as without a compiler).
+HOT_PATH_ENV = "ACCEL_NEURON_EMULATOR_HOT_PATH"
+_HOT_PATHS = ("native", "python")
+
+
+#: Devices the compiled per-op path keeps memory statistics for (``kMaxDevices`` in csrc/fast_path.cpp).
+MAX_DEVICES = 64
+
+
+def hot_path(count: int = 1) -> str:
+    """The per-op path this process uses: ``native`` or ``python``.
+
+    ``native`` when the C++ core is loaded and ``ACCEL_NEURON_EMULATOR_HOT_PATH`` is unset or
+    ``native``; ``python`` when it is ``python``, the core could not be built, or more than
+    :data:`MAX_DEVICES` devices (`count`) are emulated. Read once at install.
+    """
+    value = os.environ.get(HOT_PATH_ENV, "native").strip().lower() or "native"
+    if value not in _HOT_PATHS:
+        from .errors import EmulatorError
+
+        raise EmulatorError(
+            f"{HOT_PATH_ENV}={value!r} (environment) is not one of {', '.join(_HOT_PATHS)}: "
+            "set it to 'native' (the compiled per-op path) or 'python' (the pure-Python one)"
+        )
+    if value == "python" or not load():
+        return "python"
+    if count > MAX_DEVICES:
+        log.warning(
+            "neuron emulator: %d devices, the compiled per-op path serves up to %d: using the Python one",
+            count,
+            MAX_DEVICES,
+        )
+        return "python"
+    return "native"
+
+
+def enable_fast_path(slow_ops: list[str], copy_ops: list[str], views: list[str], explicit_ops: list[str]) -> None:
+    """Register the compiled per-op kernel: the PrivateUse1 fallback and the `explicit_ops` overloads.
+
+    `slow_ops`: op names (``aten::set_``) always handed to the Python kernel on PrivateUse3;
+    `copy_ops`: op names whose arguments may sit on the CPU or other devices (``aten::copy_``);
+    `views`: overloads (``view.dtype``) whose CPU kernel runs on the neuron tensor itself.
+    """
+    assert _lib is not None
+    rc = _lib.accel_neuron_emulator_enable_fast_path(
+        *("\n".join(names).encode() for names in (slow_ops, copy_ops, views, explicit_ops))
+    )
+    if rc != 0:
+        from .errors import EmulatorError
+
+        reason = _lib.accel_neuron_emulator_last_error().decode()
+        raise EmulatorError(f"the neuron emulator could not register its compiled per-op kernel: {reason}")
+
+
+_Stats = ctypes.c_int64 * 8
+
+
+def memory_get(index: int) -> list[int]:
+    """The C++ core's memory statistics of device `index` (``memory._KEYS`` order)."""
+    assert _lib is not None
+    out = _Stats()
+    _lib.accel_neuron_emulator_memory_get(index, out)
+    return list(out)
+
+
+def memory_set(index: int, values: list[int]) -> None:
+    """Overwrite the C++ core's memory statistics of device `index`."""
+    assert _lib is not None
+    _lib.accel_neuron_emulator_memory_set(index, _Stats(*values))
+
+
+def device_used(set_to: bool | None = None) -> bool:
+    """Whether the C++ core made a neuron storage (since the flag was last set); sets it if `set_to` is given."""
+    assert _lib is not None
+    return bool(_lib.accel_neuron_emulator_device_used(-1 if set_to is None else int(set_to)))
+
+
+def path_counts() -> tuple[int, int]:
+    """How many op calls took the compiled path and how many the Python one (since the core loaded)."""
+    assert _lib is not None
+    out = (ctypes.c_int64 * 2)()
+    _lib.accel_neuron_emulator_path_counts(out)
+    return out[0], out[1]

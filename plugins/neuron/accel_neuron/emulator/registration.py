@@ -92,9 +92,16 @@ def register(count: int, source: str) -> None:
     devices.configure(count, source)
     rng.install(count)
     memory.ensure(count)
+    compiled = native.hot_path(count) == "native"
+    if compiled:
+        # The C++ core keeps the storage bookkeeping, for storages made on either path.
+        fallback.use_native()
+        memory.use_native(native)
+        device_module._native_used = native.device_used
+    key = fallback.kernel_key()
 
     lib = torch.library.Library("_", "IMPL")
-    lib.fallback(fallback.fallback_kernel, "PrivateUse1")
+    lib.fallback(fallback.fallback_kernel, key)
     _libs.append(lib)
 
     aten = torch.library.Library("aten", "IMPL")
@@ -103,7 +110,8 @@ def register(count: int, source: str) -> None:
 
     special = kernels.special_kernels()
     for name, fn in special.items():
-        aten.impl(name, fn, "PrivateUse1")
+        # device-agnostic views: in native mode the compiled kernel runs their CPU kernel itself
+        aten.impl(name, fn, key if name in kernels.DEVICE_AGNOSTIC_VIEWS else "PrivateUse1")
     for qualname in _composite_ops_without_kernel():
         short = qualname.split("::", 1)[1]
         if short in special:
@@ -112,11 +120,17 @@ def register(count: int, source: str) -> None:
             op = _overload(qualname)
         except AttributeError:
             continue
-        aten.impl(short, fallback.kernel_for(op), "PrivateUse1")
+        fallback.register_generic(aten, short, op)
 
     from . import autocast_policy, compile, composite_overrides, flex_attention, limits
 
     composite_overrides.register(aten)
+    if compiled:
+        has = torch._C._dispatch_has_kernel_for_dispatch_key
+        # an op given a Python PrivateUse1 kernel after its generic one keeps it, as on the Python path
+        explicit = sorted({n for n in fallback.native_ops if not has(f"aten::{n}", "PrivateUse1")})
+        views = list(kernels.DEVICE_AGNOSTIC_VIEWS)
+        native.enable_fast_path(fallback.python_only_ops(), fallback.copy_ops(), views, explicit + views)
     _libs.extend(autocast_policy.register())
     limits.patch()
     compile.patch()

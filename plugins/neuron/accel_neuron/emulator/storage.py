@@ -278,3 +278,43 @@ def _adopt(st: torch.UntypedStorage) -> torch.UntypedStorage:
         "found a neuron storage with no CPU memory behind it; it was not created by the neuron "
         "emulator (a C++ extension or an unsupported constructor made it)"
     )
+
+
+# ---------------------------------------------------------------- native mode
+#
+# With the compiled per-op path (``native.hot_path() == "native"``) the C++ core owns the
+# bookkeeping of every neuron storage (``csrc/fast_path.cpp``): the CPU alias, the memory
+# statistics and the data-pointer map live in the DataPtr context of the storage, so storages made
+# by the compiled kernel and by the Python kernel are the same kind. :func:`use_native` rebinds this
+# module's entry points to the core; the Python implementations above serve the ``python`` path.
+
+
+def use_native() -> None:
+    """Route this module's entry points to the C++ core (once, at install, before any neuron tensor)."""
+    ops = torch.ops.accel_neuron_emu
+    native_to_neuron = ops.to_neuron.default._op
+    native_cpu_view = ops.cpu_view.default._op
+    native_resize = ops.resize_storage.default._op
+
+    def to_neuron_native(c: torch.Tensor, index: int = 0) -> torch.Tensor:
+        """Map a CPU result tensor to a neuron tensor over the same memory (C++ core)."""
+        return native_to_neuron(c, index)
+
+    def neuron_storage_for_native(cpu_storage: torch.UntypedStorage, index: int = 0) -> torch.UntypedStorage:
+        """The neuron storage over the memory of `cpu_storage` (C++ core)."""
+        c = _cpu_empty(0, dtype=torch.uint8).set_(cpu_storage, 0, (cpu_storage.nbytes(),), (1,))
+        return native_to_neuron(c, index).untyped_storage()
+
+    def resize_storage_native(st: torch.UntypedStorage, nbytes: int) -> None:
+        """``UntypedStorage.resize_`` for a neuron storage (C++ core: new memory, old bytes kept)."""
+        index = st.device.index or 0
+        holder = native_to_neuron(_cpu_empty(0, dtype=torch.uint8), index)
+        set_geometry(holder, st, 0, (0,), (1,))
+        native_resize(holder, nbytes)
+
+    g = globals()
+    g["to_neuron"] = to_neuron_native
+    g["cpu_view"] = native_cpu_view
+    g["fresh_cpu_view"] = native_cpu_view
+    g["neuron_storage_for"] = neuron_storage_for_native
+    g["resize_storage"] = resize_storage_native

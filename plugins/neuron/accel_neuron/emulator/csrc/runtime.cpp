@@ -225,6 +225,16 @@ PyObject* fail(const std::exception& e) {
 
 }  // namespace
 
+// The CPU generator behind the default generator of device `index` (what the Python kernel passes
+// to CPU kernels as rng.generators[index]); an undefined Generator when there is none yet.
+at::Generator accel_neuron_emulator_default_cpu_generator(int index) {
+  std::lock_guard<std::mutex> lock(generators_mutex);
+  if (index < 0 || static_cast<size_t>(index) >= default_generators.size()) {
+    return at::Generator();
+  }
+  return static_cast<NeuronGenerator*>(default_generators[index].unsafeGetGeneratorImpl())->cpu();
+}
+
 extern "C" {
 
 // Register the hooks (replacing the Python ones). Returns 0.

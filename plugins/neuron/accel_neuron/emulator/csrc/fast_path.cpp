@@ -1,0 +1,669 @@
+// The emulated neuron device's compiled per-op path and its storage bookkeeping.
+//
+// Storages. A neuron storage is a PrivateUse1 c10::StorageImpl whose DataPtr points at CPU memory
+// and whose DataPtr context (NeuronMemory) holds everything the emulator keeps per allocation:
+// the CPU storage that owns the memory (kept alive), a non-resizable CPU alias of it (what CPU
+// kernels get, so no kernel can reallocate memory under a neuron storage), the device index and
+// the size counted in the memory statistics. The context is freed with the DataPtr, which is when
+// the allocation is counted as freed; swapping or replacing a storage's DataPtr (resize) moves the
+// bookkeeping with the memory. A map from data pointer to (weak) neuron storage finds the neuron
+// storage of a CPU result over memory that already belongs to one (views, in-place results).
+//
+// Per-op path. A boxed PrivateUse1 kernel (the fallback, and per-op for ops whose composite kernel
+// would otherwise win) runs the common case here: dense neuron tensors on one device (0-dim CPU
+// tensors and CPU index tensors allowed; copies mix devices), a device argument on neuron or the CPU,
+// no generator argument (the device's default one is passed), not random without a generator
+// argument, not an op that re-points or resizes an argument. It swaps neuron tensors for CPU views, calls the op (full
+// dispatch, as the Python path does), returns written arguments as passed and wraps other CPU
+// results as neuron tensors over the same memory. Every other call is redispatched to the
+// PrivateUse3 key, where the Python kernel (fallback.py) is registered: it raises the device
+// errors, handles generators, out= resizing, accelerator-only dtypes, and the rest.
+//
+// Entry points: torch ops accel_neuron_emu::{to_neuron, cpu_view, resize_storage} (storage.py's
+// native mode), and C functions for ctypes (registration, memory statistics).
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/core/stack.h>
+#include <c10/core/AutogradState.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/StorageImpl.h>
+#include <c10/core/TensorImpl.h>
+#include <c10/util/intrusive_ptr.h>
+#include <torch/library.h>
+
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+at::Generator accel_neuron_emulator_default_cpu_generator(int index);  // runtime.cpp
+extern "C" int accel_neuron_emulator_current_device();                // device_guard.cpp
+extern "C" int accel_neuron_emulator_device_count();
+
+namespace {
+
+constexpr c10::DeviceType kNeuron = c10::DeviceType::PrivateUse1;
+constexpr int kMaxDevices = 64;
+
+// ---- memory statistics ---------------------------------------------------------------------
+
+// Same keys and order as memory.py's _KEYS.
+enum Stat { kAllocated, kPeak, kAllocCount, kFreeCount, kAllocatedTotal, kFreedTotal, kCurrentCount, kPeakCount };
+constexpr int kStats = 8;
+
+std::mutex stats_mutex;
+std::array<std::array<int64_t, kStats>, kMaxDevices> stats{};
+std::atomic<bool> device_used{false};
+
+void count_allocation(int index, int64_t nbytes) {
+  std::lock_guard<std::mutex> lock(stats_mutex);
+  auto& s = stats[index];
+  s[kAllocated] += nbytes;
+  s[kAllocCount] += 1;
+  s[kAllocatedTotal] += nbytes;
+  s[kCurrentCount] += 1;
+  if (s[kAllocated] > s[kPeak]) s[kPeak] = s[kAllocated];
+  if (s[kCurrentCount] > s[kPeakCount]) s[kPeakCount] = s[kCurrentCount];
+}
+
+void count_free(int index, int64_t nbytes) {
+  std::lock_guard<std::mutex> lock(stats_mutex);
+  auto& s = stats[index];
+  s[kAllocated] -= nbytes;
+  s[kFreeCount] += 1;
+  s[kFreedTotal] += nbytes;
+  s[kCurrentCount] -= 1;
+}
+
+// ---- storages ------------------------------------------------------------------------------
+
+// DataPtr context of a CPU alias: keeps the owning CPU storage alive.
+struct AliasContext {
+  c10::Storage owner;
+};
+
+void delete_alias(void* ctx) {
+  delete static_cast<AliasContext*>(ctx);
+}
+
+struct NeuronMemory;
+struct MapEntry {
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+  const NeuronMemory* memory;
+};
+std::mutex map_mutex;
+std::unordered_map<const void*, MapEntry> by_ptr;  // data pointer -> the neuron storage over it
+
+// DataPtr context of a neuron storage.
+struct NeuronMemory {
+  c10::Storage owner;  // the CPU storage that owns the memory
+  c10::Storage alias;  // non-resizable CPU storage over the same memory, handed to CPU kernels
+  const void* ptr;
+  int64_t nbytes;
+  int index;
+
+  ~NeuronMemory() {
+    if (nbytes != 0) {
+      {
+        std::lock_guard<std::mutex> lock(map_mutex);
+        auto it = by_ptr.find(ptr);
+        if (it != by_ptr.end() && it->second.memory == this) {
+          by_ptr.erase(it);
+        }
+      }
+      count_free(index, nbytes);
+    }
+  }
+};
+
+void delete_memory(void* ctx) {
+  delete static_cast<NeuronMemory*>(ctx);
+}
+
+inline NeuronMemory* memory_of(const c10::StorageImpl* st) {
+  const c10::DataPtr& dp = st->data_ptr();
+  return dp.get_deleter() == &delete_memory ? static_cast<NeuronMemory*>(dp.get_context()) : nullptr;
+}
+
+// The CPU storage that really owns the memory of `cpu` (an alias hands out its owner).
+c10::Storage owner_of(const c10::Storage& cpu) {
+  const c10::DataPtr& dp = cpu.data_ptr();
+  if (dp.get_deleter() == &delete_alias) {
+    return static_cast<AliasContext*>(dp.get_context())->owner;
+  }
+  return cpu;
+}
+
+// A DataPtr for neuron memory over `cpu`'s bytes on device `index`, counted as allocated.
+c10::DataPtr neuron_data_ptr(const c10::Storage& cpu, int index, c10::StorageImpl* for_storage) {
+  auto* mem = new NeuronMemory();
+  mem->owner = owner_of(cpu);
+  void* ptr = const_cast<void*>(cpu.data_ptr().get());
+  int64_t nbytes = static_cast<int64_t>(cpu.nbytes());
+  mem->ptr = ptr;
+  mem->nbytes = nbytes;
+  mem->index = index;
+  mem->alias = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), nbytes,
+      c10::DataPtr(ptr, new AliasContext{mem->owner}, &delete_alias, c10::Device(c10::DeviceType::CPU)),
+      /*allocator=*/nullptr, /*resizable=*/false));
+  c10::DataPtr dp(ptr, mem, &delete_memory, c10::Device(kNeuron, static_cast<c10::DeviceIndex>(index)));
+  if (nbytes != 0) {
+    count_allocation(index, nbytes);
+    std::lock_guard<std::mutex> lock(map_mutex);
+    MapEntry entry{c10::weak_intrusive_ptr<c10::StorageImpl>(
+                       c10::intrusive_ptr<c10::StorageImpl>::unsafe_reclaim_from_nonowning(for_storage)),
+                   mem};
+    auto it = by_ptr.find(ptr);
+    if (it != by_ptr.end()) {
+      it->second = std::move(entry);
+    } else {
+      by_ptr.emplace(ptr, std::move(entry));
+    }
+  }
+  device_used.store(true, std::memory_order_relaxed);
+  // autograd_threads.py: backward of neuron tensors runs in the thread that made them
+  thread_local bool caller_thread_backward = false;
+  if (!caller_thread_backward) {
+    caller_thread_backward = true;
+    c10::AutogradState::get_tls_state().set_multithreading_enabled(false);
+  }
+  return dp;
+}
+
+c10::intrusive_ptr<c10::StorageImpl> new_storage_over(const c10::Storage& cpu, int index) {
+  // The StorageImpl first (with an empty DataPtr), so the map can point at it.
+  auto st = c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), 0,
+      c10::DataPtr(nullptr, c10::Device(kNeuron, static_cast<c10::DeviceIndex>(index))),
+      /*allocator=*/nullptr, /*resizable=*/false);
+  st->set_data_ptr_noswap(neuron_data_ptr(cpu, index, st.get()));
+  st->set_nbytes(cpu.nbytes());
+  return st;
+}
+
+// The neuron storage over the memory of CPU storage `cpu`: the existing one (its device wins), or
+// a new one on device `*index`.
+c10::intrusive_ptr<c10::StorageImpl> neuron_storage_for(const c10::Storage& cpu, int* index) {
+  const void* ptr = cpu.data_ptr().get();
+  size_t nbytes = cpu.nbytes();
+  if (nbytes != 0 && ptr != nullptr) {
+    c10::intrusive_ptr<c10::StorageImpl> found;
+    {
+      std::lock_guard<std::mutex> lock(map_mutex);
+      auto it = by_ptr.find(ptr);
+      if (it != by_ptr.end()) {
+        found = it->second.storage.lock();
+      }
+    }
+    if (found && found->nbytes() >= nbytes) {
+      *index = found->device().index();
+      return found;
+    }
+  }
+  return new_storage_over(cpu, *index);
+}
+
+// A neuron tensor over the memory of CPU tensor `c` (zero-copy, same geometry and dtype).
+at::Tensor to_neuron(const at::Tensor& c, int64_t index) {
+  TORCH_CHECK_NOT_IMPLEMENTED(  // NotImplementedError: fallback.py turns it into the emulator's limit error
+      c.layout() == c10::kStrided, "the neuron emulator holds dense (torch.strided) tensors only; got a ",
+      c.layout(), " tensor (keep sparse tensors on the CPU, or call .to_dense() before moving them to neuron)");
+  int i = static_cast<int>(index);
+  auto st = neuron_storage_for(c.storage(), &i);
+  auto impl = c10::make_intrusive<c10::TensorImpl>(
+      c10::Storage(std::move(st)), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c.dtype());
+  impl->set_sizes_and_strides(c.sym_sizes(), c.sym_strides(), c.sym_storage_offset());
+  if (c.is_conj()) impl->_set_conj(true);
+  if (c.is_neg()) impl->_set_neg(true);
+  return at::Tensor(std::move(impl));
+}
+
+// A CPU tensor over the memory of neuron tensor `t` (zero-copy, fresh: the caller may re-point it).
+at::Tensor cpu_view_of(const at::Tensor& t, const NeuronMemory* mem) {
+  auto impl = c10::make_intrusive<c10::TensorImpl>(
+      c10::Storage(mem->alias), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+  impl->set_sizes_and_strides(t.sym_sizes(), t.sym_strides(), t.sym_storage_offset());
+  if (t.is_conj()) impl->_set_conj(true);
+  if (t.is_neg()) impl->_set_neg(true);
+  return at::Tensor(std::move(impl));
+}
+
+at::Tensor cpu_view(const at::Tensor& t) {
+  TORCH_CHECK(t.device().type() == kNeuron, "cpu_view expects a neuron tensor, got one on ", t.device());
+  const NeuronMemory* mem = memory_of(t.storage().unsafeGetStorageImpl());
+  if (mem == nullptr) {
+    TORCH_CHECK(
+        t.storage().nbytes() == 0,
+        "found a neuron storage with no CPU memory behind it; it was not created by the neuron emulator "
+        "(a C++ extension or an unsupported constructor made it)");
+    c10::Storage empty(c10::make_intrusive<c10::StorageImpl>(
+        c10::StorageImpl::use_byte_size_t(), 0, c10::GetCPUAllocator(), /*resizable=*/true));
+    auto impl = c10::make_intrusive<c10::TensorImpl>(
+        std::move(empty), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+    impl->set_sizes_and_strides(t.sym_sizes(), t.sym_strides(), t.sym_storage_offset());
+    return at::Tensor(std::move(impl));
+  }
+  return cpu_view_of(t, mem);
+}
+
+// UntypedStorage.resize_ on the storage of neuron tensor `t`: new memory (old bytes kept), same storage.
+void resize_storage(const at::Tensor& t, int64_t nbytes) {
+  c10::StorageImpl* st = t.storage().unsafeGetStorageImpl();
+  int64_t old_n = static_cast<int64_t>(st->nbytes());
+  if (nbytes == old_n) return;
+  int index = t.device().index() < 0 ? 0 : t.device().index();
+  c10::Storage fresh(c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), nbytes, c10::GetCPUAllocator(), /*resizable=*/true));
+  int64_t keep = std::min(nbytes, old_n);
+  if (keep > 0) {
+    std::memcpy(fresh.mutable_data(), st->data(), static_cast<size_t>(keep));
+  }
+  c10::DataPtr dp = neuron_data_ptr(fresh, index, st);
+  st->set_data_ptr_noswap(std::move(dp));  // the old DataPtr goes: counted as freed
+  st->set_nbytes(nbytes);
+}
+
+// ---- the per-op path -----------------------------------------------------------------------
+
+enum class ArgKind : uint8_t { kOther, kTensor, kTensorList, kIndexList, kDevice, kGenerator };
+
+struct Plan {
+  bool fast = false;
+  bool view = false;  // a device-agnostic view op: its CPU kernel runs on the neuron tensor itself
+  bool copy = false;  // a copy: CPU tensors and other neuron devices may meet (fallback.py's _COPY_OPS)
+  size_t nargs = 0;
+  std::vector<ArgKind> kinds;
+  std::vector<int> ret_src;  // per return: the argument it returns (written alias), or -1
+};
+
+std::mutex plans_mutex;
+std::unordered_map<const c10::FunctionSchema*, std::unique_ptr<Plan>> plans;
+std::unordered_set<std::string> slow_names;  // op names the Python kernel must handle (fallback.py's tables)
+std::unordered_set<std::string> copy_names;  // copies (fallback.py's _COPY_OPS)
+std::unordered_set<std::string> view_names;  // "name" or "name.overload" of device-agnostic views
+std::atomic<int64_t> fast_calls{0};
+std::atomic<int64_t> slow_calls{0};
+
+bool holds_tensors(const c10::TypePtr& type) {
+  if (type->kind() == c10::TypeKind::TensorType) return true;
+  for (const auto& t : type->containedTypes()) {
+    if (holds_tensors(t)) return true;
+  }
+  return false;
+}
+
+std::unique_ptr<Plan> make_plan(const c10::OperatorHandle& op) {
+  auto plan = std::make_unique<Plan>();
+  const c10::FunctionSchema& schema = op.schema();
+  const std::string name = schema.name();
+  const std::string overload = schema.overload_name();
+  plan->nargs = schema.arguments().size();
+  std::string full = overload.empty() ? name : name + "." + overload;
+  if (name.rfind("aten::", 0) == 0 && view_names.count(full.substr(6)) != 0) {
+    plan->view = true;
+    return plan;
+  }
+  plan->copy = copy_names.count(name) != 0;
+  bool fast = slow_names.count(name) == 0 && name.find("sparse") == std::string::npos &&
+      name.find("mkldnn") == std::string::npos && !op.hasTag(at::Tag::inplace_view);
+  bool has_generator = false;
+  std::unordered_map<c10::Symbol, int> written;  // alias set -> argument position
+  for (size_t i = 0; i < schema.arguments().size(); ++i) {
+    const auto& arg = schema.arguments()[i];
+    const c10::TypePtr& type = arg.real_type();
+    ArgKind kind = ArgKind::kOther;
+    auto k = type->kind();
+    if (k == c10::TypeKind::TensorType ||
+        (k == c10::TypeKind::OptionalType && type->containedType(0)->kind() == c10::TypeKind::TensorType)) {
+      kind = ArgKind::kTensor;
+    } else if (k == c10::TypeKind::ListType) {
+      auto elem = type->containedType(0);
+      if (elem->kind() == c10::TypeKind::TensorType) {
+        kind = ArgKind::kTensorList;
+      } else if (elem->kind() == c10::TypeKind::OptionalType &&
+                 elem->containedType(0)->kind() == c10::TypeKind::TensorType) {
+        kind = ArgKind::kIndexList;
+      }
+    } else if (holds_tensors(type)) {
+      fast = false;  // a tensor inside some other structure
+    }
+    c10::TypePtr inner = k == c10::TypeKind::OptionalType ? type->containedType(0) : type;
+    if (inner->kind() == c10::TypeKind::DeviceObjType) {
+      kind = ArgKind::kDevice;
+    } else if (inner->kind() == c10::TypeKind::GeneratorType) {
+      kind = ArgKind::kGenerator;
+      has_generator = true;
+    } else if (kind == ArgKind::kOther) {
+      std::string type_str = type->str();
+      if (type_str.find("Generator") != std::string::npos || type_str.find("Device") != std::string::npos) {
+        fast = false;  // inside some other structure
+      }
+    }
+    const c10::AliasInfo* alias = arg.alias_info();
+    if (alias != nullptr && alias->isWrite()) {
+      if (arg.kwarg_only()) fast = false;  // out=: outputs may need resizing (Python's _run_out)
+      for (const auto& s : alias->beforeSets()) written[s] = static_cast<int>(i);
+    }
+    plan->kinds.push_back(kind);
+  }
+  // random without a generator argument (dropout): Python swaps the device's state in
+  if (op.hasTag(at::Tag::nondeterministic_seeded) && !has_generator) fast = false;
+  for (const auto& ret : schema.returns()) {
+    const c10::AliasInfo* alias = ret.alias_info();
+    int src = -1;
+    if (alias != nullptr && alias->isWrite()) {
+      for (const auto& s : alias->beforeSets()) {
+        auto it = written.find(s);
+        if (it != written.end()) src = it->second;
+      }
+      if (src < 0) fast = false;
+    }
+    auto k = ret.real_type()->kind();
+    bool plain = k == c10::TypeKind::TensorType ||
+        (k == c10::TypeKind::ListType && ret.real_type()->containedType(0)->kind() == c10::TypeKind::TensorType) ||
+        (k == c10::TypeKind::OptionalType &&
+         ret.real_type()->containedType(0)->kind() == c10::TypeKind::TensorType);
+    if (!plain && holds_tensors(ret.real_type())) fast = false;
+    plan->ret_src.push_back(src);
+  }
+  plan->fast = fast;
+  return plan;
+}
+
+const Plan& plan_for(const c10::OperatorHandle& op) {
+  const c10::FunctionSchema* key = &op.schema();
+  std::lock_guard<std::mutex> lock(plans_mutex);
+  auto it = plans.find(key);
+  if (it != plans.end()) return *it->second;
+  auto made = make_plan(op);
+  const Plan& ref = *made;
+  plans.emplace(key, std::move(made));
+  return ref;
+}
+
+void slow(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  slow_calls.fetch_add(1, std::memory_order_relaxed);
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::PrivateUse3), stack);
+}
+
+// Checks one tensor argument. Returns false when the call must take the Python path.
+// `cpu_ok`: a CPU tensor of any size belongs here (index lists, copies); `mixed_ok`: so do other
+// neuron devices (copies).
+inline bool note(const at::Tensor& t, bool cpu_ok, bool mixed_ok, int* index) {
+  if (!t.defined()) return true;
+  c10::DeviceType type = t.device().type();
+  if (type == kNeuron) {
+    if (t.layout() != c10::kStrided || t.is_conj() || t.is_neg()) return false;
+    if (memory_of(t.storage().unsafeGetStorageImpl()) == nullptr) return false;
+    int j = t.device().index();
+    if (*index < 0) {
+      *index = j;
+    } else if (*index != j && !mixed_ok) {
+      return false;
+    }
+    return true;
+  }
+  return type == c10::DeviceType::CPU && (cpu_ok || t.dim() == 0) && t.layout() == c10::kStrided;
+}
+
+inline at::Tensor view_if_neuron(const at::Tensor& t) {
+  if (t.defined() && t.device().type() == kNeuron) {
+    return cpu_view_of(t, memory_of(t.storage().unsafeGetStorageImpl()));
+  }
+  return t;
+}
+
+inline c10::IValue wrap(c10::IValue&& out, int index) {
+  if (out.isTensor()) {
+    const at::Tensor& t = out.toTensor();
+    if (t.defined() && t.device().type() == c10::DeviceType::CPU) return to_neuron(t, index);
+    return std::move(out);
+  }
+  if (out.isTensorList()) {
+    c10::List<at::Tensor> in = out.toTensorList();
+    c10::List<at::Tensor> res;
+    res.reserve(in.size());
+    for (const at::Tensor& t : in) {
+      res.push_back(t.defined() && t.device().type() == c10::DeviceType::CPU ? to_neuron(t, index) : t);
+    }
+    return res;
+  }
+  return std::move(out);
+}
+
+void view_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const c10::IValue& self = (*stack)[stack->size() - op.schema().arguments().size()];
+  if (!self.isTensor() || self.toTensor().device().type() != kNeuron) {
+    slow(op, stack);  // the Python kernel raises the device error
+    return;
+  }
+  fast_calls.fetch_add(1, std::memory_order_relaxed);
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+}
+
+void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const Plan& plan = plan_for(op);
+  if (plan.view) {
+    view_kernel(op, stack);
+    return;
+  }
+  if (!plan.fast) {
+    slow(op, stack);
+    return;
+  }
+  const size_t n = plan.nargs;
+  const size_t base = stack->size() - n;
+  const bool copy = plan.copy;
+  int index = -1;       // device of the neuron tensor arguments
+  int asked = -1;       // device named by a device argument
+  bool to_cpu = false;  // a device argument names the CPU: results stay CPU tensors
+  bool needs_generator = false;
+  for (size_t i = 0; i < n; ++i) {
+    const c10::IValue& a = (*stack)[base + i];
+    switch (plan.kinds[i]) {
+      case ArgKind::kTensor:
+        if (a.isTensor() && !note(a.toTensor(), copy, copy, &index)) return slow(op, stack);
+        break;
+      case ArgKind::kTensorList:
+        if (a.isTensorList()) {
+          for (const at::Tensor& t : a.toTensorList()) {
+            if (!note(t, copy, copy, &index)) return slow(op, stack);
+          }
+        }
+        break;
+      case ArgKind::kIndexList:
+        if (a.isList()) {
+          for (const c10::IValue& e : a.toListRef()) {
+            if (e.isTensor() && !note(e.toTensor(), true, copy, &index)) return slow(op, stack);
+          }
+        }
+        break;
+      case ArgKind::kDevice:
+        if (a.isDevice()) {
+          c10::Device d = a.toDevice();
+          if (d.type() == c10::DeviceType::CPU) {
+            to_cpu = true;
+          } else if (d.type() == kNeuron) {
+            asked = d.has_index() ? d.index() : accel_neuron_emulator_current_device();
+            if (asked >= accel_neuron_emulator_device_count()) return slow(op, stack);  // Python's error
+          } else {
+            return slow(op, stack);
+          }
+        } else if (!a.isNone()) {
+          return slow(op, stack);
+        }
+        break;
+      case ArgKind::kGenerator:
+        if (!a.isNone()) return slow(op, stack);  // a neuron generator: Python unwraps it
+        needs_generator = true;
+        break;
+      case ArgKind::kOther:
+        break;
+    }
+  }
+  // The result's device: a device argument decides, else the neuron arguments'.
+  const int out_index = asked >= 0 ? asked : index;
+  if (out_index < 0) return slow(op, stack);  // nothing on neuron: Python picks the current device
+  at::Generator generator;
+  if (needs_generator) {
+    generator = accel_neuron_emulator_default_cpu_generator(out_index);
+    if (!generator.defined()) return slow(op, stack);
+  }
+
+  std::vector<c10::IValue> orig(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
+  for (size_t i = 0; i < n; ++i) {
+    c10::IValue& a = (*stack)[base + i];
+    switch (plan.kinds[i]) {
+      case ArgKind::kTensor:
+        if (a.isTensor()) a = view_if_neuron(a.toTensor());
+        break;
+      case ArgKind::kTensorList:
+        if (a.isTensorList()) {
+          c10::List<at::Tensor> in = a.toTensorList();
+          c10::List<at::Tensor> views;
+          views.reserve(in.size());
+          for (const at::Tensor& t : in) views.push_back(view_if_neuron(t));
+          a = views;
+        }
+        break;
+      case ArgKind::kIndexList:
+        if (a.isList()) {
+          auto in = a.toListRef();
+          c10::List<std::optional<at::Tensor>> views;
+          views.reserve(in.size());
+          for (const c10::IValue& e : in) {
+            views.push_back(e.isTensor() ? std::optional<at::Tensor>(view_if_neuron(e.toTensor())) : std::nullopt);
+          }
+          a = views;
+        }
+        break;
+      case ArgKind::kDevice:
+        if (a.isDevice() && a.toDevice().type() == kNeuron) a = c10::Device(c10::DeviceType::CPU);
+        break;
+      case ArgKind::kGenerator:
+        if (a.isNone()) a = generator;
+        break;
+      case ArgKind::kOther:
+        break;
+    }
+  }
+  try {
+    op.callBoxed(stack);
+  } catch (const c10::NotImplementedError&) {
+    // A dtype the CPU kernel rejects: the Python kernel computes it as CUDA does, if covered.
+    stack->resize(base);
+    stack->insert(stack->end(), orig.begin(), orig.end());
+    slow(op, stack);
+    return;
+  }
+  fast_calls.fetch_add(1, std::memory_order_relaxed);
+  const size_t nret = plan.ret_src.size();
+  const size_t rbase = stack->size() - nret;
+  for (size_t r = 0; r < nret; ++r) {
+    c10::IValue& out = (*stack)[rbase + r];
+    int src = plan.ret_src[r];
+    if (src >= 0) {
+      out = orig[static_cast<size_t>(src)];
+    } else if (!to_cpu) {
+      out = wrap(std::move(out), out_index);
+    }
+  }
+}
+
+std::vector<std::string> split_lines(const char* text) {
+  std::vector<std::string> out;
+  std::stringstream in(text == nullptr ? "" : text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+std::string last_error;
+
+}  // namespace
+
+TORCH_LIBRARY(accel_neuron_emu, m) {
+  m.def("to_neuron(Tensor cpu, int index) -> Tensor", &to_neuron);
+  m.def("cpu_view(Tensor t) -> Tensor", &cpu_view);
+  m.def("resize_storage(Tensor t, int nbytes) -> ()", &resize_storage);
+}
+
+// The helpers see tensors as they are: lazy conjugation / negation bits travel with the views
+// instead of being materialized (which would call back into the emulator).
+#define ACCEL_NEURON_EMU_FALLTHROUGH(key)                                     \
+  TORCH_LIBRARY_IMPL(accel_neuron_emu, key, m) {                              \
+    m.impl("to_neuron", torch::CppFunction::makeFallthrough());               \
+    m.impl("cpu_view", torch::CppFunction::makeFallthrough());                \
+    m.impl("resize_storage", torch::CppFunction::makeFallthrough());          \
+  }
+ACCEL_NEURON_EMU_FALLTHROUGH(Conjugate)
+ACCEL_NEURON_EMU_FALLTHROUGH(Negative)
+ACCEL_NEURON_EMU_FALLTHROUGH(ZeroTensor)
+
+extern "C" {
+
+// Register the compiled per-op path: the PrivateUse1 fallback, and per-op kernels for the
+// newline-separated aten overload names in `explicit_ops` ("add.Tensor"). `slow_ops`: op names
+// ("aten::set_") the Python kernel handles; `copy_ops`: copies ("aten::copy_"); `views`: device-agnostic view overloads ("view",
+// "view.dtype"). Returns 0, or -1 with the reason in accel_neuron_emulator_last_error().
+int accel_neuron_emulator_enable_fast_path(
+    const char* slow_ops, const char* copy_ops, const char* views, const char* explicit_ops) {
+  try {
+    for (auto& s : split_lines(slow_ops)) slow_names.insert(s);
+    for (auto& s : split_lines(copy_ops)) copy_names.insert(s);
+    for (auto& s : split_lines(views)) view_names.insert(s);
+    static auto* fallback_lib =
+        new torch::Library(torch::Library::IMPL, "_", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+    fallback_lib->fallback(torch::CppFunction::makeFromBoxedFunction<&fast_kernel>());
+    static auto* ops_lib =
+        new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+    for (auto& s : split_lines(explicit_ops)) {
+      ops_lib->impl(s.c_str(), torch::CppFunction::makeFromBoxedFunction<&fast_kernel>());
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    last_error = e.what();
+    return -1;
+  }
+}
+
+const char* accel_neuron_emulator_last_error() {
+  return last_error.c_str();
+}
+
+// Memory statistics of device `index` (memory.py's _KEYS order) into out[8].
+void accel_neuron_emulator_memory_get(int index, int64_t* out) {
+  std::lock_guard<std::mutex> lock(stats_mutex);
+  for (int k = 0; k < kStats; ++k) out[k] = stats[index][k];
+}
+
+// Overwrite the statistics of device `index` (resets of peaks and accumulated counters).
+void accel_neuron_emulator_memory_set(int index, const int64_t* values) {
+  std::lock_guard<std::mutex> lock(stats_mutex);
+  for (int k = 0; k < kStats; ++k) stats[index][k] = values[k];
+}
+
+// Whether a neuron storage was made since the flag was last set; `set` >= 0 sets it to `set`.
+int accel_neuron_emulator_device_used(int set) {
+  bool old = device_used.load();
+  if (set >= 0) device_used.store(set != 0);
+  return old ? 1 : 0;
+}
+
+// How many calls took the compiled path and the Python path (out[0], out[1]).
+void accel_neuron_emulator_path_counts(int64_t* out) {
+  out[0] = fast_calls.load();
+  out[1] = slow_calls.load();
+}
+
+}  // extern "C"

@@ -1,0 +1,130 @@
+"""The compiled per-op path (``csrc/fast_path.cpp``) and the Python one share one storage bookkeeping.
+
+Tensors made by either path are the same kind: views, in-place results and memory statistics
+agree whichever path made or touched them; ``ACCEL_NEURON_EMULATOR_HOT_PATH`` selects the path.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.usefixtures("neuron_emulator")
+
+
+@pytest.fixture
+def compiled():
+    from accel_neuron.emulator import native
+
+    if native.hot_path() != "native":
+        pytest.skip(f"the compiled per-op path is off here ({native.failure() or native.HOT_PATH_ENV + '=python'})")
+    return native
+
+
+def test_a_dense_op_takes_the_compiled_path_and_equals_the_cpu(compiled):
+    a, b = torch.randn(5, 7), torch.randn(5, 7)
+    na, nb = a.to("neuron"), b.to("neuron")
+    fast, slow = compiled.path_counts()
+    out = torch.addcmul(na, na, nb, value=0.5)
+    fast2, slow2 = compiled.path_counts()
+    assert (fast2 - fast, slow2 - slow) == (1, 0)
+    assert out.device == torch.device("neuron:0")
+    assert torch.equal(out.cpu(), torch.addcmul(a, a, b, value=0.5))
+
+
+def test_rare_cases_go_to_the_python_kernel(compiled):
+    na = torch.randn(4, device="neuron")
+    fast, slow = compiled.path_counts()
+    torch.randn(3, device="neuron", generator=torch.Generator(device="neuron"))  # a neuron generator
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        na + torch.ones(4)  # a CPU tensor that is not 0-dim: the Python kernel's error
+    assert compiled.path_counts()[1] - slow == 2
+    assert torch.equal((na + torch.tensor(2.0)).cpu(), na.cpu() + 2)  # 0-dim CPU tensors stay fast
+
+
+def test_factories_and_default_generators_on_the_compiled_path_match_the_python_kernel(compiled):
+    fast, slow = compiled.path_counts()
+    torch.neuron.manual_seed(5)
+    a = torch.empty(1000, device="neuron").bernoulli_(0.3)  # device argument; default generator
+    b = torch.arange(6, device="neuron:1") if torch.neuron.device_count() > 1 else None
+    assert compiled.path_counts()[1] == slow
+    torch.neuron.manual_seed(5)
+    g = torch.Generator(device="neuron")
+    g.manual_seed(5)  # the same stream as the default generator after manual_seed(5)
+    c = torch.empty(1000, device="neuron").bernoulli_(0.3, generator=g)  # the Python kernel
+    assert torch.equal(a.cpu(), c.cpu())
+    if b is not None:
+        assert b.device == torch.device("neuron:1") and b.cpu().tolist() == list(range(6))
+
+
+def test_tensors_from_either_path_share_storages_and_memory_statistics(compiled):
+    gc.collect()
+    base = torch.neuron.memory_allocated()
+    made_by_python = torch.zeros(100, device="neuron")  # factory: the Python kernel
+    made_by_cpp = made_by_python + 1  # the compiled kernel
+    assert torch.neuron.memory_allocated() - base == 800
+    view = made_by_cpp[10:20]  # a view of a compiled-path tensor
+    view.fill_(7.0)  # in-place through the view
+    assert made_by_cpp.untyped_storage().data_ptr() == view.untyped_storage().data_ptr()
+    assert made_by_cpp[15].item() == 7.0
+    made_by_python.copy_(made_by_cpp)  # a copy: the Python kernel, into a Python-made tensor
+    assert torch.equal(made_by_python.cpu(), made_by_cpp.cpu())
+    assert torch.neuron.memory_allocated() - base == 800
+    del made_by_cpp, view
+    assert torch.neuron.memory_allocated() - base == 400
+    del made_by_python
+    assert torch.neuron.memory_allocated() == base
+
+
+def test_storage_resize_moves_memory_and_statistics(compiled):
+    gc.collect()
+    base = torch.neuron.memory_allocated()
+    t = torch.arange(8.0).to("neuron")
+    st = t.untyped_storage()
+    st.resize_(0)
+    assert torch.neuron.memory_allocated() == base
+    st.resize_(64)
+    assert torch.neuron.memory_allocated() - base == 64
+    t.set_(st, 0, (16,), (1,))
+    (t * 2).sum().item()  # the resized storage is usable on the compiled path
+    del t, st
+    gc.collect()
+    assert torch.neuron.memory_allocated() == base
+
+
+def test_second_device_results_stay_on_their_device(compiled):
+    if torch.neuron.device_count() < 2:
+        pytest.skip("needs two emulated devices")
+    a = torch.randn(3, device="neuron:1")
+    out = a * 3
+    assert out.device == torch.device("neuron:1")
+    assert torch.equal(out.cpu(), a.cpu() * 3)
+
+
+CHOICE = """
+import json, os, torch
+from accel_neuron import emulator
+from accel_neuron.emulator import native
+emulator.install()
+a = torch.randn(6, 6)
+n = a.to("neuron")
+out = {"path": native.hot_path(), "equal": torch.equal((n @ n).relu().cpu(), (a @ a).relu())}
+print(json.dumps(out))
+"""
+
+
+def test_the_python_path_is_selected_by_environment(run_python, monkeypatch):
+    monkeypatch.setenv("ACCEL_NEURON_EMULATOR_HOT_PATH", "python")
+    result = run_python(CHOICE)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"path": "python", "equal": True}
+
+
+def test_an_unknown_hot_path_names_the_variable(run_python, monkeypatch):
+    monkeypatch.setenv("ACCEL_NEURON_EMULATOR_HOT_PATH", "turbo")
+    result = run_python(CHOICE)
+    assert result.returncode != 0
+    assert "ACCEL_NEURON_EMULATOR_HOT_PATH='turbo' (environment)" in result.stderr
