@@ -9,7 +9,12 @@ through the switches the libraries already read, without importing them:
 * ``ACCELERATE_TORCH_DEVICE`` (accelerate's documented override; ``Trainer`` reads it
   too) is set to the backend's current device, unless the user set it;
 * ``transformers.training_args.is_torch_bf16_gpu_available`` also answers the backend's
-  ``is_bf16_supported()``, once ``transformers.training_args`` is imported.
+  ``is_bf16_supported()``, once ``transformers.training_args`` is imported;
+* ``Trainer`` checkpoints carry the device's RNG state (``Trainer`` saves and restores it
+  only for the devices it lists): beside ``rng_state.pth`` a ``rng_state_<device type>.pth``
+  holds the generator state of the current device (of every device in a distributed run,
+  as ``Trainer`` does for CUDA), and resuming restores it, so dropout on the device draws the
+  stream an uninterrupted run draws.
 
 A backend plugin calls :func:`expose` from its ``accel_backend_selected`` hook where the
 libraries do not know its device, and :func:`conceal` when another backend is selected.
@@ -21,18 +26,19 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .post_import import when_imported
 
 if TYPE_CHECKING:
     from ..interface import Backend
 
-__all__ = ["DEVICE_VAR", "conceal", "expose", "exposed"]
+__all__ = ["DEVICE_VAR", "conceal", "device_rng_file", "expose", "exposed"]
 
 #: accelerate's override of its device choice (``PartialState``); ``TrainingArguments`` reads it too.
 DEVICE_VAR = "ACCELERATE_TORCH_DEVICE"
 _BF16_CHECK = ("transformers.training_args", "is_torch_bf16_gpu_available")
+_TRAINER = ("transformers.trainer", "Trainer")
 
 _exposed: Backend | None = None
 _set_by_us: str | None = None
@@ -53,6 +59,7 @@ def expose(backend: Backend) -> None:
         _set_by_us = os.environ[DEVICE_VAR] = f"{backend.device_type}:{backend.current_device()}"
     if first:
         when_imported(_BF16_CHECK[0], _widen_bf16_check)
+        when_imported(_TRAINER[0], _carry_device_rng)
 
 
 def conceal() -> None:
@@ -78,3 +85,58 @@ def _widen_bf16_check(module: ModuleType) -> None:
     is_torch_bf16_gpu_available.__wrapped_by_accel__ = True  # type: ignore[attr-defined]
     is_torch_bf16_gpu_available.__doc__ = original.__doc__
     setattr(module, name, is_torch_bf16_gpu_available)
+
+
+def device_rng_file(checkpoint: str | os.PathLike[str], device_type: str, world_size: int, process_index: int) -> str:
+    """Where a ``Trainer`` checkpoint keeps ``device_type``'s RNG state: ``rng_state_<type>.pth``, or
+    ``rng_state_<type>_<rank>.pth`` per process when ``world_size > 1`` (as ``rng_state_<rank>.pth``)."""
+    name = f"rng_state_{device_type}.pth" if world_size <= 1 else f"rng_state_{device_type}_{process_index}.pth"
+    return os.path.join(os.fspath(checkpoint), name)
+
+
+def _carry_device_rng(module: ModuleType) -> None:
+    """Wrap ``Trainer._save_rng_state`` / ``_load_rng_state`` to also save / restore the exposed device's RNG."""
+    trainer = getattr(module, _TRAINER[1])
+    save, load = trainer._save_rng_state, trainer._load_rng_state
+    if getattr(save, "__wrapped_by_accel__", False):
+        return
+
+    def _save_rng_state(self: Any, output_dir: str) -> None:
+        save(self, output_dir)
+        backend = _exposed
+        if backend is None:
+            return
+        import torch
+
+        states = backend.get_rng_state_all() if _distributed(self) else backend.get_rng_state()
+        path = device_rng_file(output_dir, backend.device_type, self.args.world_size, self.args.process_index)
+        tmp = f"{path}.tmp{os.getpid()}"
+        torch.save(states, tmp)
+        os.replace(tmp, path)
+
+    def _load_rng_state(self: Any, checkpoint: str | None) -> None:
+        load(self, checkpoint)
+        backend = _exposed
+        if backend is None or checkpoint is None:
+            return
+        path = device_rng_file(checkpoint, backend.device_type, self.args.world_size, self.args.process_index)
+        if not os.path.isfile(path):  # a checkpoint written without the glue: Trainer's own behaviour
+            return
+        import torch
+
+        states = torch.load(path, weights_only=True)
+        if isinstance(states, list):
+            backend.set_rng_state_all(states)
+        else:
+            backend.set_rng_state(states)
+
+    _save_rng_state.__wrapped_by_accel__ = True  # type: ignore[attr-defined]
+    _save_rng_state.__doc__ = save.__doc__
+    _load_rng_state.__doc__ = load.__doc__
+    trainer._save_rng_state = _save_rng_state
+    trainer._load_rng_state = _load_rng_state
+
+
+def _distributed(trainer: Any) -> bool:
+    """Whether ``trainer`` runs one process per device (``ParallelMode.DISTRIBUTED``), by the mode's value."""
+    return str(getattr(trainer.args.parallel_mode, "value", "")) == "distributed"

@@ -43,6 +43,17 @@ def test_trainer_trains_on_neuron_with_the_cpu_losses_bitwise(cpu_run: dict[str,
     assert neuron["resumed_losses"] == cpu_run["losses"]
 
 
+def test_resumed_trainer_restores_the_device_rng_state(tmp_path: Path) -> None:
+    """With dropout on the device, a run resumed from its half-way checkpoint logs the losses of the
+    uninterrupted run only if the checkpoint restored the device generator (Trainer saves CUDA's, not
+    neuron's; without accel's glue the resumed half draws other dropout masks)."""
+    neuron = _train(tmp_path, NEURON_ENV, "--dropout", "0.1")
+    assert neuron["device"] == "neuron:0"
+    assert len(neuron["losses"]) == 4
+    assert neuron["resumed_losses"] == neuron["losses"]
+    assert "rng_state_neuron.pth" in neuron["checkpoint_files"] and "rng_state.pth" in neuron["checkpoint_files"]
+
+
 def test_trainer_bf16_runs_on_neuron(cpu_run: dict[str, Any], tmp_path: Path) -> None:
     bf16 = _train(tmp_path, NEURON_ENV, "--bf16")
     assert bf16["device"] == "neuron:0"
