@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("transformers", reason="transformers is not installed (pip install 'accel-abstraction[hf]')")
 pytest.importorskip("accelerate", reason="accelerate is not installed (pip install 'accel-abstraction[hf]')")
 
-from .conftest import HERE, NEURON_ENV, last_json, run_python  # noqa: E402
+from .conftest import HERE, NEURON_ENV, free_port, last_json, run_python  # noqa: E402
 
 pytestmark = pytest.mark.slow
 SCRIPT = str(HERE / "hf_trainer_script.py")
@@ -114,3 +114,51 @@ def test_trainer_under_accel_run_with_two_emulated_devices(tmp_path: Path) -> No
     assert {(s["api"], s["status"]) for s in sites if "DataParallel" in s["api"]} == {
         ("torch.nn.DataParallel", "one device")
     }
+
+
+ACCELERATE_SCRIPT = str(HERE / "accelerate_script.py")
+
+
+def _ranks(proc: Any) -> list[dict[str, Any]]:
+    """Every JSON object the ranks printed (two ranks share the pipe: lines may interleave)."""
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    rows, text, decoder = [], proc.stdout, json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        row, end = decoder.raw_decode(text, start)
+        rows.append(row)
+        start = text.find("{", end)
+    return sorted(rows, key=lambda row: row["rank"])
+
+
+def test_accelerate_script_trains_the_optimizer_it_made_before_prepare(tmp_path: Path) -> None:
+    """An optimizer made on the CPU module steps the parameters ``prepare`` moved to the device (on a
+    PrivateUse1 device ``.to()`` makes new Parameter objects): the CPU's losses and weights, bitwise."""
+    cpu = last_json(run_python([ACCELERATE_SCRIPT], {"ACCEL_BACKEND": "cpu"}, cwd=tmp_path))
+    neuron = last_json(run_python([ACCELERATE_SCRIPT], NEURON_ENV, cwd=tmp_path))
+    assert (neuron["device"], neuron["processes"]) == ("neuron:0", 1)
+    assert neuron["losses"] == cpu["losses"] and len(set(cpu["losses"])) == 4  # it trained
+    assert neuron["weight"] == cpu["weight"]
+
+
+def test_accelerate_launch_runs_two_processes_on_two_emulated_devices(tmp_path: Path) -> None:
+    """``accelerate launch --multi_gpu --num_processes 2``: accelerate's multi-process path on the emulated
+    device (MULTI_NEURON, the ``neuron`` collective library, rank r on ``neuron:r``), with the losses and
+    weights of the same two ranks on the CPU (gloo), bit for bit."""
+    launch = [
+        "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+        "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_ip", "127.0.0.1",
+        "--main_process_port", free_port(), ACCELERATE_SCRIPT,
+    ]  # fmt: skip
+    neuron = _ranks(run_python(launch, NEURON_ENV, cwd=tmp_path))
+    torchrun = [
+        "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
+        "--master-port", free_port(), ACCELERATE_SCRIPT,
+    ]  # fmt: skip
+    cpu = _ranks(run_python(torchrun, {"ACCEL_BACKEND": "cpu", "ACCELERATE_USE_CPU": "true"}, cwd=tmp_path))
+    assert [(r["rank"], r["processes"], r["device"]) for r in neuron] == [(0, 2, "neuron:0"), (1, 2, "neuron:1")]
+    assert {(r["distributed_type"], r["process_group"]) for r in neuron} == {("MULTI_NEURON", "neuron")}
+    assert {(r["distributed_type"], r["process_group"]) for r in cpu} == {("MULTI_CPU", "gloo")}
+    assert [r["losses"] for r in neuron] == [r["losses"] for r in cpu]
+    assert [r["weight"] for r in neuron] == [r["weight"] for r in cpu]
+    assert neuron[0]["weight"] == neuron[1]["weight"]  # DDP kept the replicas equal

@@ -127,3 +127,36 @@ def test_trainer_rng_glue_is_off_when_concealed(tmp_path: Path) -> None:
     huggingface.conceal()
     module.Trainer()._save_rng_state(str(tmp_path))  # type: ignore[attr-defined]
     assert [p.name for p in tmp_path.iterdir()] == ["rng_state.pth"]
+
+
+def test_a_launched_worker_takes_its_local_rank_device_over_the_launchers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher's process set the variable (inherited with its mark); a worker with LOCAL_RANK=1 of a
+    backend with 2 devices uses device 1. A value the user set (no matching mark) is still kept."""
+    backend = _RngBackend()  # current device 1, two devices
+    monkeypatch.setattr(backend, "current_device", lambda: 0)
+    monkeypatch.setattr(backend, "device_count", lambda: 2, raising=False)
+    monkeypatch.setenv(huggingface.DEVICE_VAR, "mydev:0")
+    monkeypatch.setenv(huggingface._SET_MARK, "mydev:0")
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    huggingface.expose(backend)  # type: ignore[arg-type]
+    assert os.environ[huggingface.DEVICE_VAR] == "mydev:1"
+    huggingface.conceal()
+    assert huggingface.DEVICE_VAR not in os.environ and huggingface._SET_MARK not in os.environ
+    monkeypatch.setenv(huggingface.DEVICE_VAR, "mydev:0")  # the user's, no mark
+    huggingface.expose(backend)  # type: ignore[arg-type]
+    assert os.environ[huggingface.DEVICE_VAR] == "mydev:0"
+
+
+def test_accelerates_own_check_for_the_device_type_answers_while_exposed() -> None:
+    import types
+
+    def is_mydev_available(check_device: bool = False) -> bool:
+        return False
+
+    module = types.SimpleNamespace(is_mydev_available=is_mydev_available, is_other_available=lambda: False)
+    huggingface.expose(_Backend())  # type: ignore[arg-type]
+    huggingface._widen_accelerate_check(module)  # type: ignore[arg-type]
+    assert module.is_mydev_available(check_device=True) is True
+    assert module.is_other_available() is False
+    huggingface.conceal()
+    assert module.is_mydev_available() is False
