@@ -114,9 +114,10 @@ def register(count: int, source: str) -> None:
             continue
         aten.impl(short, fallback.kernel_for(op), "PrivateUse1")
 
-    from . import autocast_policy, compile, composite_overrides, flex_attention, limits
+    from . import autocast_policy, compile, composite_overrides, flex_attention, limits, stream_ops
 
     composite_overrides.register(aten)
+    stream_ops.register(aten)
     _libs.extend(autocast_policy.register())
     limits.patch()
     compile.patch()
