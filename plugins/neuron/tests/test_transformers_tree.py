@@ -109,4 +109,6 @@ def test_outcomes_read_junit(tmp_path: Path) -> None:
         "m.T::test_c": ("skipped", "needs cuda"), "m.T::test_d": ("error", "boom"),
     }  # fmt: skip
     assert suite._outcomes(tmp_path / "absent.xml") == {}
-    assert suite.TOLERANCE_TABLE_TESTS.search("T::test_eager_matches_sdpa_inference_01_fp16_pad_left")
+    assert suite.UPSTREAM_TABLE_TESTS.search("T::test_eager_matches_sdpa_inference_01_fp16_pad_left")
+    assert suite.UPSTREAM_TABLE_TESTS.search("T::test_fsdp2_plan_vs_ddp_0_untied")
+    assert not suite.UPSTREAM_TABLE_TESTS.search("T::test_flex_attention_with_grads")

@@ -11,9 +11,9 @@ outside the repository or in the git-ignored ``.cache/``). ``FILE`` paths are re
 Each file runs once per device in a fresh pytest (``RUN_SLOW`` unset: nothing is downloaded),
 with junit XML written to ``TREE/.accel-transformers/``; the table shows passed / failed /
 skipped / errors and the wall time per device, then every test that passes on the CPU and
-fails on neuron, with the first line of its message, split into the tests that compare
-against transformers' per-device tolerance table (``TOLERANCE_TABLE_TESTS``: it has no
-``neuron`` row, see patches/transformers/) and all others (bugs to fix). ``--pytest-args``
+fails on neuron, with the first line of its message, split into the tests that look the
+device up in a per-device table of transformers' tests without a ``neuron`` row
+(``UPSTREAM_TABLE_TESTS``, see patches/transformers/) and all others (bugs to fix). ``--pytest-args``
 passes options to every run (``"-k sdpa --timeout 300"``); ``--json`` writes the counts,
 times and failures. The installed transformers must be the tree's release (the tests use its
 private helpers): the script says so when they differ.
@@ -42,10 +42,9 @@ DEFAULT_FILES = (
 SPEC_NAME = "accel_neuron_device_spec.py"
 HOW_TO_GET = (
     "transformers' model tests are not in its wheel, and its PyPI sdist holds only the top-level tests/*.py. "
-    "Get the tree of the installed version, e.g.\n"
-    "  git clone --depth 1 --branch v$(python -c 'import transformers; print(transformers.__version__)') "
-    "https://github.com/huggingface/transformers .cache/transformers\n"
-    "then: nox -s transformers_tests -- .cache/transformers"
+    "Get the test tree of a release tag (a sparse checkout, see docs/ci.md):\n"
+    "  python plugins/neuron/tests/scripts/transformers_tests_tree.py\n"
+    "then: nox -s transformers_tests -- .cache/transformers-<tag>"
 )
 DEVICES = {
     "cpu": {"ACCEL_BACKEND": "cpu"},
@@ -58,9 +57,12 @@ TEST_REQUIREMENTS = (
     "parameterized", "pytest-xdist", "pytest-timeout", "pytest-order", "pytest-rerunfailures",
     "timeout-decorator", "datasets",
 )  # fmt: skip
-#: Tests that compare two runs with tolerances looked up by device type in transformers' own table
-#: (``_test_eager_matches_sdpa_inference``); a device missing from it gets 1e-7 / 1e-4 at any dtype.
-TOLERANCE_TABLE_TESTS = re.compile(r"test_eager_matches_sdpa_inference")
+#: Tests that look the device type up in a table of transformers' own that has no row for ``neuron``
+#: (patches/transformers/ proposes the upstream change; measured to pass with it applied):
+#: ``_test_eager_matches_sdpa_inference``'s tolerances (an unlisted device gets 1e-7 / 1e-4 at any
+#: dtype) and the FSDP mixin's collective library (an unlisted device gets gloo, which has no
+#: backend for its tensors).
+UPSTREAM_TABLE_TESTS = re.compile(r"test_eager_matches_sdpa_inference|test_fsdp2_")
 
 
 def tree_version(tree: Path) -> str | None:
@@ -129,19 +131,20 @@ def run(tree: Path, files: list[str], timeout: float, pytest_args: list[str], re
     print(f"{'file':48} {'device':7} {'passed':>7} {'failed':>7} {'skipped':>8} {'errors':>7} {'time':>8}")
     for test_file, device, c, seconds in rows:
         print(f"{test_file:48} {device:7} {c['passed']:7} {c['failed']:7} {c['skipped']:8} {c['error']:7} {seconds:7.0f}s")
-    table = [row for row in neuron_only if TOLERANCE_TABLE_TESTS.search(row[1])]
+    table = [row for row in neuron_only if UPSTREAM_TABLE_TESTS.search(row[1])]
     others = [row for row in neuron_only if row not in table]
     print(f"\n{len(others)} test(s) pass on the CPU and fail on neuron:")
     for test_file, tid, message in others:
         print(f"  {test_file} {tid}: {message}")
-    print(f"\n{len(table)} more where transformers' tolerance table has no row for the device (patches/transformers/):")
+    print(f"\n{len(table)} more where a per-device table of transformers' tests has no row for the device "
+          "(patches/transformers/):")
     for test_file, tid, message in table:
         print(f"  {test_file} {tid}: {message}")
     if report is not None:
         data = {
             "rows": [{"file": f, "device": d, **c, "seconds": round(t, 1)} for f, d, c, t in rows],
             "neuron_only": [{"file": f, "test": t, "message": m} for f, t, m in others],
-            "tolerance_table": [{"file": f, "test": t, "message": m} for f, t, m in table],
+            "upstream_table": [{"file": f, "test": t, "message": m} for f, t, m in table],
         }
         tmp = report.with_name(report.name + ".tmp")
         tmp.write_text(json.dumps(data, indent=1) + "\n")
