@@ -1,18 +1,18 @@
 """A plain ``accelerate`` script: no accel code. The tests run it alone and under ``accelerate launch``.
 
-The optimizer is made before ``accelerator.prepare`` (accelerate's documented order). Prints one JSON
-line per process: its rank, the number of processes, accelerate's device, distributed type and
+accelerate is imported before torch, and the optimizer is made before ``accelerator.prepare``
+(accelerate's documented order). Prints one JSON line per process: its rank, the number of processes, accelerate's device, distributed type and
 process-group backend, the gathered losses (float hex) and the trained weight (float hex, exact).
 """
 
 import json
 
+import accelerate  # before torch, as many scripts do: torch's autoload then runs inside accelerate's import
 import torch
-from accelerate import Accelerator
 
 
 def main() -> None:
-    accelerator = Accelerator()
+    accelerator = accelerate.Accelerator()
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)

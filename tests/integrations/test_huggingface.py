@@ -125,10 +125,14 @@ def _ranks(proc: Any) -> list[dict[str, Any]]:
     rows, text, decoder = [], proc.stdout, json.JSONDecoder()
     start = text.find("{")
     while start != -1:
-        row, end = decoder.raw_decode(text, start)
+        try:
+            row, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:  # not JSON (Trainer prints its log dicts with repr)
+            start = text.find("{", start + 1)
+            continue
         rows.append(row)
         start = text.find("{", end)
-    return sorted(rows, key=lambda row: row["rank"])
+    return sorted(rows, key=lambda row: row.get("rank", 0))
 
 
 def test_accelerate_script_trains_the_optimizer_it_made_before_prepare(tmp_path: Path) -> None:
@@ -162,3 +166,19 @@ def test_accelerate_launch_runs_two_processes_on_two_emulated_devices(tmp_path: 
     assert [r["losses"] for r in neuron] == [r["losses"] for r in cpu]
     assert [r["weight"] for r in neuron] == [r["weight"] for r in cpu]
     assert neuron[0]["weight"] == neuron[1]["weight"]  # DDP kept the replicas equal
+
+
+def test_trainer_under_accelerate_launch_trains_on_two_emulated_devices(tmp_path: Path) -> None:
+    """The unchanged Trainer script under ``accelerate launch --multi_gpu --num_processes 2``: DDP, rank r
+    on ``neuron:r``, the same logged losses on both ranks, a resumed run with the same losses (each
+    rank's device RNG state in its own ``rng_state_neuron_<rank>.pth``)."""
+    launch = [
+        "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+        "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_ip", "127.0.0.1",
+        "--main_process_port", free_port(), SCRIPT, str(tmp_path / "out"), "--dropout", "0.1",
+    ]  # fmt: skip
+    ranks = sorted(_ranks(run_python(launch, NEURON_ENV, cwd=tmp_path)), key=lambda r: r["device"])
+    assert [(r["device"], r["n_gpu"]) for r in ranks] == [("neuron:0", 1), ("neuron:1", 1)]
+    assert ranks[0]["losses"] == ranks[1]["losses"] and len(ranks[0]["losses"]) == 4
+    assert all(r["resumed_losses"] == r["losses"] for r in ranks)
+    assert {"rng_state_neuron_0.pth", "rng_state_neuron_1.pth"} <= set(ranks[0]["checkpoint_files"])
