@@ -112,3 +112,16 @@ def test_outcomes_read_junit(tmp_path: Path) -> None:
     assert suite.UPSTREAM_TABLE_TESTS.search("T::test_eager_matches_sdpa_inference_01_fp16_pad_left")
     assert suite.UPSTREAM_TABLE_TESTS.search("T::test_fsdp2_plan_vs_ddp_0_untied")
     assert not suite.UPSTREAM_TABLE_TESTS.search("T::test_flex_attention_with_grads")
+
+
+def test_counts_come_from_pytests_summary_line(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(
+        "tests/x.py::T::test_a PASSED\n"
+        "= 8 failed, 144 passed, 174 skipped, 47 warnings, 1997 subtests passed in 242.14s (0:04:02) =\n"
+    )
+    assert suite.pytest_counts(log) == {"passed": 144, "failed": 8, "skipped": 174, "error": 0}
+    log.write_text("==== 1 error, 2 deselected in 3.0s ====\n")
+    assert suite.pytest_counts(log) == {"passed": 0, "failed": 0, "skipped": 0, "error": 1}
+    log.write_text("killed before the summary\n")
+    assert suite.pytest_counts(log) is None

@@ -65,6 +65,21 @@ TEST_REQUIREMENTS = (
 UPSTREAM_TABLE_TESTS = re.compile(r"test_eager_matches_sdpa_inference|test_fsdp2_")
 
 
+_SUMMARY = re.compile(r"^=+ (.*\b(?:passed|failed|skipped|error|errors|deselected)\b.*) in [0-9.]+s", re.M)
+
+
+def pytest_counts(log: Path) -> dict[str, int] | None:
+    """passed / failed / skipped / error from pytest's closing summary line in ``log`` (the junit file has
+    one ``testcase`` per test id, and tests with subtests or skipped parametrizations count otherwise)."""
+    found = _SUMMARY.findall(log.read_text(errors="replace")) if log.is_file() else []
+    if not found:
+        return None
+    counts = dict.fromkeys(("passed", "failed", "skipped", "error"), 0)
+    for number, word in re.findall(r"(\d+) (passed|failed|skipped|errors?)\b", found[-1]):
+        counts["error" if word.startswith("error") else word] += int(number)
+    return counts
+
+
 def tree_version(tree: Path) -> str | None:
     """The ``__version__`` of the transformers source in ``tree`` (``src/transformers/__init__.py``)."""
     init = tree / "src" / "transformers" / "__init__.py"
@@ -126,7 +141,9 @@ def run(tree: Path, files: list[str], timeout: float, pytest_args: list[str], re
             if outcome == "passed" and got[0] in ("failed", "error", "missing"):
                 neuron_only.append((test_file, tid, got[1]))
         for device, (outcomes, seconds) in per_device.items():
-            counts = {k: sum(1 for o, _ in outcomes.values() if o == k) for k in ("passed", "failed", "skipped", "error")}
+            counts = pytest_counts(results / f"{Path(test_file).stem}-{device}.log") or {
+                k: sum(1 for o, _ in outcomes.values() if o == k) for k in ("passed", "failed", "skipped", "error")
+            }
             rows.append((test_file, device, counts, seconds))
     print(f"{'file':48} {'device':7} {'passed':>7} {'failed':>7} {'skipped':>8} {'errors':>7} {'time':>8}")
     for test_file, device, c, seconds in rows:
