@@ -389,12 +389,23 @@ def bench(session: nox.Session) -> None:
 def transformers_tests(session: nox.Session) -> None:
     """transformers' own model tests on the CPU and on the emulated neuron device, side by side (not in CI).
 
-    ``nox -s transformers_tests -- TREE [FILE ...]``: ``TREE`` is a huggingface/transformers
-    checkout at the installed version (third-party: never committed; without one the session
-    says how to get it). See docs/ci.md.
+    ``nox -s transformers_tests -- TREE [FILE ...] [--pytest-args "..."]``: ``TREE`` is a
+    huggingface/transformers checkout of a release tag (third-party: never committed; without
+    one the session says how to get it). The session installs that release of transformers
+    (the tests use its private helpers) and the packages its tests import, under the project's
+    other pins. See docs/ci.md.
     """
     install_dev(session)
-    session.run("python", "plugins/neuron/tests/scripts/transformers_suite.py", *session.posargs)
+    script = "plugins/neuron/tests/scripts/transformers_suite.py"
+    if session.posargs and not session.posargs[0].startswith("-"):
+        wanted = session.run("python", script, session.posargs[0], "--requirements", silent=True, success_codes=[0, 2])
+        if isinstance(wanted, str) and wanted.startswith("transformers=="):
+            pins = [line for line in (ROOT / "constraints.txt").read_text().splitlines()
+                    if not line.startswith("transformers==")]  # fmt: skip
+            constraints = Path(session.create_tmp()) / "constraints-transformers-tests.txt"
+            constraints.write_text("\n".join([*pins, ""]))
+            session.install("-c", str(constraints), *wanted.split())
+    session.run("python", script, *session.posargs)
 
 
 @nox.session

@@ -7,9 +7,26 @@ with ``ValueError: Your setup doesn't support bf16/gpu``. :func:`expose` closes 
 through the switches the libraries already read, without importing them:
 
 * ``ACCELERATE_TORCH_DEVICE`` (accelerate's documented override; ``Trainer`` reads it
-  too) is set to the backend's current device, unless the user set it;
+  too) is set to the backend's current device, unless the user set it; in a process a
+  launcher started (``LOCAL_RANK`` set: ``accelerate launch``, ``torchrun``) to device
+  ``LOCAL_RANK`` (modulo the device count), as the launchers do for CUDA;
+* where accelerate has an ``is_<device type>_available()`` for the backend's device type, the
+  one ``accelerate.state`` calls answers ``True`` for it, once that module is imported (it
+  otherwise asks for the vendor package): under ``accelerate launch`` / ``torchrun``,
+  ``PartialState`` then picks the device's multi-process type and collective library (the
+  backend's ``dist_backend_name``) and rank ``r``'s device. Only ``accelerate.state``'s: the
+  other callers reach for vendor-only functions (``get_rng_state_all``);
 * ``transformers.training_args.is_torch_bf16_gpu_available`` also answers the backend's
-  ``is_bf16_supported()``, once ``transformers.training_args`` is imported.
+  ``is_bf16_supported()``, once ``transformers.training_args`` is imported;
+* ``Accelerator.prepare(model, optimizer)`` re-links an optimizer made on the CPU module to
+  the parameters the move made (on a device PyTorch does not count as shallow-copy
+  compatible with the CPU, every PrivateUse1 device, ``.to()`` makes new ``Parameter``
+  objects, and the optimizer would step the stale CPU ones; accelerate re-links for XLA only);
+* ``Trainer`` checkpoints carry the device's RNG state (``Trainer`` saves and restores it
+  only for the devices it lists): beside ``rng_state.pth`` a ``rng_state_<device type>.pth``
+  holds the generator state of the current device (of every device in a distributed run,
+  as ``Trainer`` does for CUDA), and resuming restores it, so dropout on the device draws the
+  stream an uninterrupted run draws.
 
 A backend plugin calls :func:`expose` from its ``accel_backend_selected`` hook where the
 libraries do not know its device, and :func:`conceal` when another backend is selected.
@@ -21,18 +38,24 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .post_import import when_imported
 
 if TYPE_CHECKING:
     from ..interface import Backend
 
-__all__ = ["DEVICE_VAR", "conceal", "expose", "exposed"]
+__all__ = ["DEVICE_VAR", "conceal", "device_rng_file", "expose", "exposed"]
 
 #: accelerate's override of its device choice (``PartialState``); ``TrainingArguments`` reads it too.
 DEVICE_VAR = "ACCELERATE_TORCH_DEVICE"
 _BF16_CHECK = ("transformers.training_args", "is_torch_bf16_gpu_available")
+_TRAINER = ("transformers.trainer", "Trainer")
+#: The value accel gave DEVICE_VAR, inherited by child processes with it: a launched worker
+#: (``accelerate launch``, ``torchrun``) then replaces the launcher's device by its own rank's.
+_SET_MARK = "_ACCEL_SET_ACCELERATE_TORCH_DEVICE"
+_ACCELERATE_CHECKS = "accelerate.state"
+_ACCELERATOR = ("accelerate.accelerator", "Accelerator")
 
 _exposed: Backend | None = None
 _set_by_us: str | None = None
@@ -49,10 +72,16 @@ def expose(backend: Backend) -> None:
     global _exposed, _set_by_us
     first = _exposed is None
     _exposed = backend
-    if DEVICE_VAR not in os.environ or os.environ.get(DEVICE_VAR) == _set_by_us:
-        _set_by_us = os.environ[DEVICE_VAR] = f"{backend.device_type}:{backend.current_device()}"
+    current = os.environ.get(DEVICE_VAR)
+    if current is None or current in (_set_by_us, os.environ.get(_SET_MARK)):  # unset, or set by accel (here or in
+        _set_by_us = os.environ[DEVICE_VAR] = os.environ[_SET_MARK] = (  # a launcher whose environment we inherited)
+            f"{backend.device_type}:{_device_index(backend)}"
+        )
     if first:
         when_imported(_BF16_CHECK[0], _widen_bf16_check)
+        when_imported(_TRAINER[0], _carry_device_rng)
+        when_imported(_ACCELERATE_CHECKS, _widen_accelerate_check)
+        when_imported(_ACCELERATOR[0], _relink_prepared_optimizers)
 
 
 def conceal() -> None:
@@ -62,7 +91,37 @@ def conceal() -> None:
     _exposed = None
     if _set_by_us is not None and os.environ.get(DEVICE_VAR) == _set_by_us:
         del os.environ[DEVICE_VAR]
+    if _set_by_us is not None and os.environ.get(_SET_MARK) == _set_by_us:
+        del os.environ[_SET_MARK]
     _set_by_us = None
+
+
+def _device_index(backend: Backend) -> int:
+    """``LOCAL_RANK`` modulo the device count in a launched process, else the current device."""
+    local_rank = os.environ.get("LOCAL_RANK", "")
+    if local_rank.isdigit():
+        return int(local_rank) % max(1, int(backend.device_count()))
+    return int(backend.current_device())
+
+
+def _widen_accelerate_check(module: ModuleType) -> None:
+    backend = _exposed
+    if backend is None:
+        return
+    device_type = backend.device_type
+    name = f"is_{device_type}_available"
+    original: Callable[..., bool] | None = getattr(module, name, None)
+    if original is None or getattr(original, "__wrapped_by_accel__", False):
+        return
+
+    def is_available(*args: Any, **kwargs: Any) -> bool:
+        exposed_now = _exposed
+        return (exposed_now is not None and exposed_now.device_type == device_type) or original(*args, **kwargs)
+
+    is_available.__wrapped_by_accel__ = True  # type: ignore[attr-defined]
+    is_available.__name__ = name
+    is_available.__doc__ = original.__doc__
+    setattr(module, name, is_available)
 
 
 def _widen_bf16_check(module: ModuleType) -> None:
@@ -78,3 +137,84 @@ def _widen_bf16_check(module: ModuleType) -> None:
     is_torch_bf16_gpu_available.__wrapped_by_accel__ = True  # type: ignore[attr-defined]
     is_torch_bf16_gpu_available.__doc__ = original.__doc__
     setattr(module, name, is_torch_bf16_gpu_available)
+
+
+def device_rng_file(checkpoint: str | os.PathLike[str], device_type: str, world_size: int, process_index: int) -> str:
+    """Where a ``Trainer`` checkpoint keeps ``device_type``'s RNG state: ``rng_state_<type>.pth``, or
+    ``rng_state_<type>_<rank>.pth`` per process when ``world_size > 1`` (as ``rng_state_<rank>.pth``)."""
+    name = f"rng_state_{device_type}.pth" if world_size <= 1 else f"rng_state_{device_type}_{process_index}.pth"
+    return os.path.join(os.fspath(checkpoint), name)
+
+
+def _carry_device_rng(module: ModuleType) -> None:
+    """Wrap ``Trainer._save_rng_state`` / ``_load_rng_state`` to also save / restore the exposed device's RNG."""
+    trainer = getattr(module, _TRAINER[1])
+    save, load = trainer._save_rng_state, trainer._load_rng_state
+    if getattr(save, "__wrapped_by_accel__", False):
+        return
+
+    def _save_rng_state(self: Any, output_dir: str) -> None:
+        save(self, output_dir)
+        backend = _exposed
+        if backend is None:
+            return
+        import torch
+
+        states = backend.get_rng_state_all() if _distributed(self) else backend.get_rng_state()
+        path = device_rng_file(output_dir, backend.device_type, self.args.world_size, self.args.process_index)
+        tmp = f"{path}.tmp{os.getpid()}"
+        torch.save(states, tmp)
+        os.replace(tmp, path)
+
+    def _load_rng_state(self: Any, checkpoint: str | None) -> None:
+        load(self, checkpoint)
+        backend = _exposed
+        if backend is None or checkpoint is None:
+            return
+        path = device_rng_file(checkpoint, backend.device_type, self.args.world_size, self.args.process_index)
+        if not os.path.isfile(path):  # a checkpoint written without the glue: Trainer's own behaviour
+            return
+        import torch
+
+        states = torch.load(path, weights_only=True)
+        if isinstance(states, list):
+            backend.set_rng_state_all(states)
+        else:
+            backend.set_rng_state(states)
+
+    _save_rng_state.__wrapped_by_accel__ = True  # type: ignore[attr-defined]
+    _save_rng_state.__doc__ = save.__doc__
+    _load_rng_state.__doc__ = load.__doc__
+    trainer._save_rng_state = _save_rng_state
+    trainer._load_rng_state = _load_rng_state
+
+
+def _distributed(trainer: Any) -> bool:
+    """Whether ``trainer`` runs one process per device (``ParallelMode.DISTRIBUTED``), by the mode's value."""
+    return str(getattr(trainer.args.parallel_mode, "value", "")) == "distributed"
+
+
+def _relink_prepared_optimizers(module: ModuleType) -> None:
+    """Wrap ``Accelerator.prepare``: optimizers it returns step the parameters of the prepared models."""
+    accelerator = getattr(module, _ACCELERATOR[1])
+    prepare = accelerator.prepare
+    if getattr(prepare, "__wrapped_by_accel__", False):
+        return
+
+    def prepare_and_relink(self: Any, *args: Any, **kwargs: Any) -> Any:
+        backend = _exposed
+        if backend is None or getattr(self.device, "type", None) != backend.device_type:
+            return prepare(self, *args, **kwargs)
+        before = self._get_named_parameters(*args, drop_refs=False)
+        result = prepare(self, *args, **kwargs)
+        after = self._get_named_parameters(*(result if isinstance(result, tuple) else (result,)), drop_refs=False)
+        moved = {p: after[n] for n, p in before.items() if n in after and after[n] is not p}
+        for obj in result if isinstance(result, tuple) else (result,):
+            inner = getattr(obj, "optimizer", obj)  # accelerate's AcceleratedOptimizer wraps the user's
+            for group in getattr(inner, "param_groups", ()) if moved else ():
+                group["params"] = [moved.get(p, p) for p in group["params"]]
+        return result
+
+    prepare_and_relink.__wrapped_by_accel__ = True  # type: ignore[attr-defined]
+    prepare_and_relink.__doc__ = prepare.__doc__
+    accelerator.prepare = prepare_and_relink

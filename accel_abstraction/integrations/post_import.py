@@ -19,6 +19,28 @@ __all__ = ["when_imported"]
 
 _lock = threading.Lock()
 _waiting: dict[str, list[Callable[[ModuleType], None]]] = {}
+#: Awaited modules that were still executing when awaited (``accelerate.accelerator`` imports
+#: ``torch``, whose autoload awaits ``accelerate.accelerator``): called back at the next import
+#: after theirs has finished.
+_deferred: set[str] = set()
+
+
+def _initializing(module: ModuleType) -> bool:
+    """Whether ``module`` is in ``sys.modules`` but its code is still executing."""
+    return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
+
+
+def _finished_deferred() -> list[tuple[ModuleType, list[Callable[[ModuleType], None]]]]:
+    """Pop the deferred modules whose import has finished, with their callbacks (``_lock`` held)."""
+    done = []
+    for name in list(_deferred):
+        module = sys.modules.get(name)
+        if module is None:  # its import failed: a new import is awaited as any other
+            _deferred.discard(name)
+        elif not _initializing(module):
+            _deferred.discard(name)
+            done.append((module, _waiting.pop(name, [])))
+    return done
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -26,9 +48,13 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         with _lock:
-            callbacks = _waiting.pop(name, None)
+            finished = _finished_deferred()
+            callbacks = _waiting.pop(name, None) if name not in _deferred else None
             if not _waiting and self in sys.meta_path:
                 sys.meta_path.remove(self)
+        for module, waiting in finished:
+            for callback in waiting:
+                callback(module)
         if callbacks is None:
             return None
         for finder in sys.meta_path:
@@ -58,14 +84,18 @@ _finder = _AfterImport()
 def when_imported(name: str, callback: Callable[[ModuleType], None]) -> None:
     """Call ``callback(module)`` once module ``name`` has been imported; at once if it is already.
 
-    An exception from ``callback`` propagates to the import statement that loaded the module
-    (or to this call): callbacks must be correct, not defensive.
+    Called from inside the import of ``name`` itself (``name`` imports ``torch``, whose autoload
+    awaits ``name``), the callback runs at the next import after ``name``'s has finished, when
+    the module is whole. An exception from ``callback`` propagates to the import statement that
+    triggered it (or to this call): callbacks must be correct, not defensive.
     """
     module = sys.modules.get(name)
-    if module is not None:
+    if module is not None and not _initializing(module):
         callback(module)
         return
     with _lock:
         _waiting.setdefault(name, []).append(callback)
+        if module is not None:  # mid-import (this call comes from inside it): after it finishes
+            _deferred.add(name)
         if _finder not in sys.meta_path:
             sys.meta_path.insert(0, _finder)

@@ -1,13 +1,16 @@
 """A plain Hugging Face Trainer script: no accel code. The tests run it with only the environment set.
 
-Usage: python hf_trainer_script.py OUT_DIR [--bf16] [--steps N] [--batch N]. Prints one JSON line: the
-device the model trained on, n_gpu, the logged losses (float hex, exact), and the losses of a
-second run resumed from the half-way checkpoint (model, optimizer, scheduler loaded back).
+Usage: python hf_trainer_script.py OUT_DIR [--bf16] [--steps N] [--batch N] [--dropout P]. Prints one
+JSON line: the device the model trained on, n_gpu, the logged losses (float hex, exact), the losses of
+a second run resumed from the half-way checkpoint (model, optimizer, scheduler and RNG states loaded
+back), and the files of that checkpoint. ``--dropout`` (default 0: no device RNG stream in the losses)
+makes the losses depend on the device generator, so the resumed losses show whether its state came back.
 """
 
 import argparse
 import json
 import sys
+from pathlib import Path
 
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
@@ -35,11 +38,12 @@ def main() -> None:
     parser.add_argument("--bf16", action="store_true")
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--batch", type=int, default=4, help="per_device_train_batch_size")
+    parser.add_argument("--dropout", type=float, default=0.0)
     args = parser.parse_args()
     def model() -> GPT2LMHeadModel:
         torch.manual_seed(0)
         config = GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=64, n_positions=16)
-        config.resid_pdrop = config.embd_pdrop = config.attn_pdrop = 0.0  # no device RNG stream in the losses
+        config.resid_pdrop = config.embd_pdrop = config.attn_pdrop = args.dropout
         return GPT2LMHeadModel(config)
 
     training = TrainingArguments(
@@ -68,6 +72,7 @@ def main() -> None:
         "losses": _losses(trainer),
         "resumed_losses": _losses(resumed),
         "tied": trained.lm_head.weight is trained.transformer.wte.weight,
+        "checkpoint_files": sorted(p.name for p in Path(f"{args.out}/checkpoint-{args.steps // 2}").iterdir()),
     }))
     sys.stdout.flush()
 

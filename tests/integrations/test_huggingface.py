@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("transformers", reason="transformers is not installed (pip install 'accel-abstraction[hf]')")
 pytest.importorskip("accelerate", reason="accelerate is not installed (pip install 'accel-abstraction[hf]')")
 
-from .conftest import HERE, NEURON_ENV, last_json, run_python  # noqa: E402
+from .conftest import HERE, NEURON_ENV, free_port, last_json, run_python  # noqa: E402
 
 pytestmark = pytest.mark.slow
 SCRIPT = str(HERE / "hf_trainer_script.py")
@@ -41,6 +41,17 @@ def test_trainer_trains_on_neuron_with_the_cpu_losses_bitwise(cpu_run: dict[str,
     assert neuron["losses"] == cpu_run["losses"]
     # resumed from the half-way checkpoint (model, optimizer, scheduler loaded onto the device)
     assert neuron["resumed_losses"] == cpu_run["losses"]
+
+
+def test_resumed_trainer_restores_the_device_rng_state(tmp_path: Path) -> None:
+    """With dropout on the device, a run resumed from its half-way checkpoint logs the losses of the
+    uninterrupted run only if the checkpoint restored the device generator (Trainer saves CUDA's, not
+    neuron's; without accel's glue the resumed half draws other dropout masks)."""
+    neuron = _train(tmp_path, NEURON_ENV, "--dropout", "0.1")
+    assert neuron["device"] == "neuron:0"
+    assert len(neuron["losses"]) == 4
+    assert neuron["resumed_losses"] == neuron["losses"]
+    assert "rng_state_neuron.pth" in neuron["checkpoint_files"] and "rng_state.pth" in neuron["checkpoint_files"]
 
 
 def test_trainer_bf16_runs_on_neuron(cpu_run: dict[str, Any], tmp_path: Path) -> None:
@@ -103,3 +114,71 @@ def test_trainer_under_accel_run_with_two_emulated_devices(tmp_path: Path) -> No
     assert {(s["api"], s["status"]) for s in sites if "DataParallel" in s["api"]} == {
         ("torch.nn.DataParallel", "one device")
     }
+
+
+ACCELERATE_SCRIPT = str(HERE / "accelerate_script.py")
+
+
+def _ranks(proc: Any) -> list[dict[str, Any]]:
+    """Every JSON object the ranks printed (two ranks share the pipe: lines may interleave)."""
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    rows, text, decoder = [], proc.stdout, json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            row, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:  # not JSON (Trainer prints its log dicts with repr)
+            start = text.find("{", start + 1)
+            continue
+        rows.append(row)
+        start = text.find("{", end)
+    return sorted(rows, key=lambda row: row.get("rank", 0))
+
+
+def test_accelerate_script_trains_the_optimizer_it_made_before_prepare(tmp_path: Path) -> None:
+    """An optimizer made on the CPU module steps the parameters ``prepare`` moved to the device (on a
+    PrivateUse1 device ``.to()`` makes new Parameter objects): the CPU's losses and weights, bitwise."""
+    cpu = last_json(run_python([ACCELERATE_SCRIPT], {"ACCEL_BACKEND": "cpu"}, cwd=tmp_path))
+    neuron = last_json(run_python([ACCELERATE_SCRIPT], NEURON_ENV, cwd=tmp_path))
+    assert (neuron["device"], neuron["processes"]) == ("neuron:0", 1)
+    assert neuron["losses"] == cpu["losses"] and len(set(cpu["losses"])) == 4  # it trained
+    assert neuron["weight"] == cpu["weight"]
+
+
+def test_accelerate_launch_runs_two_processes_on_two_emulated_devices(tmp_path: Path) -> None:
+    """``accelerate launch --multi_gpu --num_processes 2``: accelerate's multi-process path on the emulated
+    device (MULTI_NEURON, the ``neuron`` collective library, rank r on ``neuron:r``), with the losses and
+    weights of the same two ranks on the CPU (gloo), bit for bit."""
+    launch = [
+        "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+        "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_ip", "127.0.0.1",
+        "--main_process_port", free_port(), ACCELERATE_SCRIPT,
+    ]  # fmt: skip
+    neuron = _ranks(run_python(launch, NEURON_ENV, cwd=tmp_path))
+    torchrun = [
+        "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
+        "--master-port", free_port(), ACCELERATE_SCRIPT,
+    ]  # fmt: skip
+    cpu = _ranks(run_python(torchrun, {"ACCEL_BACKEND": "cpu", "ACCELERATE_USE_CPU": "true"}, cwd=tmp_path))
+    assert [(r["rank"], r["processes"], r["device"]) for r in neuron] == [(0, 2, "neuron:0"), (1, 2, "neuron:1")]
+    assert {(r["distributed_type"], r["process_group"]) for r in neuron} == {("MULTI_NEURON", "neuron")}
+    assert {(r["distributed_type"], r["process_group"]) for r in cpu} == {("MULTI_CPU", "gloo")}
+    assert [r["losses"] for r in neuron] == [r["losses"] for r in cpu]
+    assert [r["weight"] for r in neuron] == [r["weight"] for r in cpu]
+    assert neuron[0]["weight"] == neuron[1]["weight"]  # DDP kept the replicas equal
+
+
+def test_trainer_under_accelerate_launch_trains_on_two_emulated_devices(tmp_path: Path) -> None:
+    """The unchanged Trainer script under ``accelerate launch --multi_gpu --num_processes 2``: DDP, rank r
+    on ``neuron:r``, the same logged losses on both ranks, a resumed run with the same losses (each
+    rank's device RNG state in its own ``rng_state_neuron_<rank>.pth``)."""
+    launch = [
+        "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+        "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_ip", "127.0.0.1",
+        "--main_process_port", free_port(), SCRIPT, str(tmp_path / "out"), "--dropout", "0.1",
+    ]  # fmt: skip
+    ranks = sorted(_ranks(run_python(launch, NEURON_ENV, cwd=tmp_path)), key=lambda r: r["device"])
+    assert [(r["device"], r["n_gpu"]) for r in ranks] == [("neuron:0", 1), ("neuron:1", 1)]
+    assert ranks[0]["losses"] == ranks[1]["losses"] and len(ranks[0]["losses"]) == 4
+    assert all(r["resumed_losses"] == r["losses"] for r in ranks)
+    assert {"rng_state_neuron_0.pth", "rng_state_neuron_1.pth"} <= set(ranks[0]["checkpoint_files"])

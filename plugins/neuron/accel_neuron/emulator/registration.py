@@ -122,9 +122,10 @@ def register(count: int, source: str) -> None:
             continue
         fallback.register_generic(aten, short, op)
 
-    from . import autocast_policy, compile, composite_overrides, flex_attention, limits
+    from . import autocast_policy, compile, composite_overrides, flex_attention, limits, stream_ops
 
     composite_overrides.register(aten)
+    stream_ops.register(aten)
     if compiled:
         has = torch._C._dispatch_has_kernel_for_dispatch_key
         # an op given a Python PrivateUse1 kernel after its generic one keeps it, as on the Python path
