@@ -22,7 +22,8 @@ from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from .codemod import PortResult, port_source
-    from .findings import FileResult, Finding, Fix
+    from .findings import FileResult, Finding
+    from .fixes import Fix
     from .rules import BUILTIN_RULES, CATEGORIES, Rule
     from .scanner import scan_source
 
@@ -35,7 +36,7 @@ __getattr__ = lazy_getattr(
         "port_source": "codemod",
         "FileResult": "findings",
         "Finding": "findings",
-        "Fix": "findings",
+        "Fix": "fixes",
         "BUILTIN_RULES": "rules",
         "CATEGORIES": "rules",
         "Rule": "rules",

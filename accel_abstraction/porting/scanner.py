@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from .aliases import AliasMap
 from .cli_options import device_option
 from .devices import DeviceChecks, arg_of
 from .findings import FileResult, Finding
+from .fixes import AssignCall, DropStatement, Keep, RenameCall, Replace
 from .guards import (
     DEVICE_NAME,
     device_positions,
@@ -41,8 +42,11 @@ from .guards import (
     str_value,
 )
 from .mapping import ACCELERATOR_TEST, CALLS, ENABLED, FLAGS, PACKAGES, lookup, package_row
-from .prefilter import BARE_DEVICE, hot_lines, might_couple, touches
-from .rules import BUILTIN_PRECHECK, Rule
+from .prefilter import BARE_DEVICE, BUILTIN_PRECHECK, hot_lines, might_couple, touches
+from .rules import BUILTIN_RULES, Match, Rule
+from .rules.acc111_cuda_method import ToDevice
+from .rules.acc112_is_cuda import IsCuda
+from .rules.acc131_cuda_amp_autocast import AutocastEnabled
 
 AUTOCAST = {"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"}
 GRAD_SCALER = {"torch.amp.GradScaler", "torch.GradScaler", "torch.amp.grad_scaler.GradScaler"}
@@ -129,6 +133,7 @@ class _Scan(DeviceChecks):
     """One pass over one module's tree."""
 
     def __init__(self, source: str, path: str, tree: ast.Module, plugin_rules: tuple[Rule, ...]) -> None:
+        # plugin_rules: the rules that match by names= or matcher= (the others are this traversal's own)
         super().__init__(source, path)
         self.aliases = AliasMap.from_tree(tree, hot_lines(source, ("import",)))
         self.hot: list[int] | None = None
@@ -328,7 +333,7 @@ class _Scan(DeviceChecks):
             self.report(node, "ACC207", "fused kernel chosen because the device is CUDA",
                         suggestion="fused kernels exist per device; ask a person which one the backend has")  # fmt: skip
         elif test.text is not None:
-            self.report(node, "ACC113", None, "replace", test.text, suggestion=test.text)
+            self.report(node, "ACC113", None, Replace(text=test.text), suggestion=test.text)
         else:
             self.report(node, "ACC113", "cannot be folded to one test")
         return True
@@ -367,18 +372,18 @@ class _Scan(DeviceChecks):
                 if code == "ACC131" and node.args:
                     if len(node.args) == 1 and not isinstance(node.args[0], ast.Starred) and not any(k.arg == "enabled" for k in node.keywords):
                         # torch.cuda.amp.autocast(flag): its first parameter is enabled
-                        self.report(func, code, None, "autocast_enabled", target, fix_node=node,
-                                    suggestion="accel.autocast(enabled=...)", guard=enabled)  # fmt: skip
+                        self.report(func, code, None, AutocastEnabled(callee=target, guard=enabled), fix_node=node,
+                                    suggestion="accel.autocast(enabled=...)")  # fmt: skip
                     else:
                         self.report(func, code, "positional arguments differ from accel.autocast(dtype, enabled)")
                 elif row.guarded:
                     guard = "bare" if id(node) in self.whole_values else "value"
-                    self.report(func, code, None, "rename_call", target, fix_node=node, guard=guard, otherwise=row.cpu_value or "None",
+                    self.report(func, code, None, RenameCall(callee=target, guard=guard, otherwise=row.cpu_value or "None"), fix_node=node,
                                 suggestion=f"{target}(...) if {ACCELERATOR_TEST} else {row.cpu_value}")  # fmt: skip
                 elif enabled:
-                    self.report(func, code, None, "rename_call", target, fix_node=node, guard=enabled, suggestion=f"{target}(..., enabled=... and {ACCELERATOR_TEST})")
+                    self.report(func, code, None, RenameCall(callee=target, guard=enabled), fix_node=node, suggestion=f"{target}(..., enabled=... and {ACCELERATOR_TEST})")
                 else:
-                    self.report(func, code, None, "replace", target, suggestion=target + "(...)")
+                    self.report(func, code, None, Replace(text=target), suggestion=target + "(...)")
                 self.push_call_args(node)
                 return False
             if q == "torch.device":
@@ -392,7 +397,7 @@ class _Scan(DeviceChecks):
                 if str_value(dev) == "cuda":
                     assert dev is not None
                     self.done.add(id(dev))
-                    self.report(node, "ACC132", None, "rename_call", "accel.autocast", drop=where, guard="enabled")
+                    self.report(node, "ACC132", None, RenameCall(callee="accel.autocast", drop=where, guard="enabled"))
                 self.push_call_args(node)
                 return False
             if q in GRAD_SCALER:
@@ -400,8 +405,8 @@ class _Scan(DeviceChecks):
                 if dev is None or str_value(dev) == "cuda":
                     if dev is not None:
                         self.done.add(id(dev))
-                    self.report(node, "ACC133", None, "rename_call", "accel.GradScaler", drop=where if dev is not None else None,
-                                guard="enabled" if _has_kw(node, "enabled") else "")  # fmt: skip
+                    self.report(node, "ACC133", None, RenameCall(callee="accel.GradScaler", drop=where if dev is not None else None,
+                                guard="enabled" if _has_kw(node, "enabled") else ""))  # fmt: skip
                 self.push_call_args(node)
                 return False
             if q in PROCESS_GROUP:
@@ -422,7 +427,7 @@ class _Scan(DeviceChecks):
         if isinstance(func, ast.Attribute):
             attr = func.attr
             if attr == "cuda" and q is None:
-                self.report(node, "ACC111", None, "to_device")
+                self.report(node, "ACC111", None, ToDevice())
                 self.push(func.value)
                 self.push_call_args(node)
                 return False
@@ -454,7 +459,7 @@ class _Scan(DeviceChecks):
                 self.device_value(kw.value, string_typed=True)
             elif name == "pin_memory":
                 if isinstance(kw.value, ast.Constant) and kw.value.value is True and not self._in_guard(kw.value.lineno):
-                    self.report(kw.value, "ACC191", None, "replace", "accel.capabilities().pinned_memory")
+                    self.report(kw.value, "ACC191", None, Replace(text="accel.capabilities().pinned_memory"))
             elif name == "backend":
                 self.backend_value(kw.value)
             elif name == "device_ids":
@@ -484,15 +489,15 @@ class _Scan(DeviceChecks):
         self.done.add(id(dev))
         if offset:
             # partial(torch.autocast, "cuda", ...): the callee is torch.autocast, which takes enabled=
-            self.report(dev, "ACC132", "autocast bound by functools.partial", "replace", "accel.device_type()", suggestion="accel.device_type()")
-            self.report(node, "ACC132", "autocast bound by functools.partial: stays disabled on the cpu backend", "keep", guard="enabled",
+            self.report(dev, "ACC132", "autocast bound by functools.partial", Replace(text="accel.device_type()"), suggestion="accel.device_type()")
+            self.report(node, "ACC132", "autocast bound by functools.partial: stays disabled on the cpu backend", Keep(guard="enabled"),
                         suggestion=f"enabled=... and {ACCELERATOR_TEST}")  # fmt: skip
         else:
             # a name that may also be nullcontext (`scope = autocast if amp else nullcontext`): only the device
             # type changes, and it stays "cuda" (autocast disabled, as without CUDA) on the cpu backend
             quote = (self.segment(dev) or '"')[0]
-            self.report(dev, "ACC132", "autocast bound to a name", "replace", "accel.device_type()", guard="bare",
-                        otherwise=f"{quote}cuda{quote}", suggestion=f"accel.device_type() if {ACCELERATOR_TEST} else 'cuda'")  # fmt: skip
+            self.report(dev, "ACC132", "autocast bound to a name", Replace(text="accel.device_type()", guard="bare",
+                        otherwise=f"{quote}cuda{quote}"), suggestion=f"accel.device_type() if {ACCELERATOR_TEST} else 'cuda'")  # fmt: skip
         return True
 
     def cli_option(self, node: ast.Call, options: list[str]) -> None:
@@ -508,14 +513,17 @@ class _Scan(DeviceChecks):
 
     def plugin_match(self, rule: Rule, node: ast.AST) -> None:
         assert rule.matcher is not None
-        message = rule.matcher(node, self)
-        if message is not None:
-            self.report(node, rule.code, message or None, rule=rule, suggestion=rule.suggestion or "no portable equivalent")
+        found = rule.matcher(node, self)
+        if isinstance(found, Match):
+            suggestion = rule.suggestion if found.fix is not None else rule.suggestion or "no portable equivalent"
+            self.report(node, rule.code, found.detail or None, found.fix, rule=rule, suggestion=suggestion)
+        elif found is not None:
+            self.report(node, rule.code, found or None, rule=rule, suggestion=rule.suggestion or "no portable equivalent")
 
     def reference(self, node: ast.AST, q: str) -> bool:
         """Report a resolved name used outside a call. Return True to descend."""
         if q in _DIST_BACKEND_ENUM:
-            self.report(node, "ACC171", "dist.Backend.NCCL", "replace", "accel.dist_backend()", suggestion="accel.dist_backend()")
+            self.report(node, "ACC171", "dist.Backend.NCCL", Replace(text="accel.dist_backend()"), suggestion="accel.dist_backend()")
             return False
         row = CALLS.get(q)
         if row is not None:
@@ -525,7 +533,7 @@ class _Scan(DeviceChecks):
                     f"{row.replacement}(..., enabled=... and {ACCELERATOR_TEST})")
                 self.report(node, row.code, f"{q} used as a value", suggestion=f"call {how} where it is called")
                 return False
-            self.report(node, row.code, None, "replace", row.replacement or "", suggestion=row.replacement)
+            self.report(node, row.code, None, Replace(text=row.replacement or ""), suggestion=row.replacement)
             return False
         if q.startswith(_TABLE_ROOTS):
             row = lookup(q)
@@ -546,7 +554,7 @@ class _Scan(DeviceChecks):
         for rule in self.plugin_matchers:
             self.plugin_match(rule, node)
         if node.attr == "is_cuda" and isinstance(node.ctx, ast.Load):
-            self.report(node, "ACC112", None, "is_cuda", "paren" if self._needs_paren(node) else "")
+            self.report(node, "ACC112", None, IsCuda(paren=self._needs_paren(node)))
             return True
         q = self.aliases.qualname(node)
         if q is None:
@@ -607,12 +615,12 @@ class _Scan(DeviceChecks):
             code, setter = flag.code, flag.replacement or ""
             first = self.duplicate_flags.get(id(stmt))
             if first is not None:
-                self.report(target, code, f"same call as line {first}", "drop_statement", fix_node=stmt, suggestion="removed: one call is enough")
+                self.report(target, code, f"same call as line {first}", DropStatement(), fix_node=stmt, suggestion="removed: one call is enough")
             elif single and flag.guarded:
-                self.report(target, code, None, "assign_call", setter, fix_node=stmt, guard="bare", otherwise=flag.cpu_value or "None",
+                self.report(target, code, None, AssignCall(setter=setter, guard="bare", otherwise=flag.cpu_value or "None"), fix_node=stmt,
                             suggestion=f"{setter}(...) if {ACCELERATOR_TEST} else None")  # fmt: skip
             elif single:
-                self.report(target, code, None, "assign_call", setter, fix_node=stmt, suggestion=f"{setter}(...)")
+                self.report(target, code, None, AssignCall(setter=setter), fix_node=stmt, suggestion=f"{setter}(...)")
             else:
                 self.report(target, code, "chained assignment")
             return True
@@ -763,7 +771,7 @@ class _Scan(DeviceChecks):
 def scan_source(
     source: str,
     path: str = "<string>",
-    plugin_rules: tuple[Rule, ...] = (),
+    rules: Sequence[Rule] | None = None,
     enabled: Callable[[str], bool] | None = None,
     precheck: bool = True,
 ) -> FileResult:
@@ -772,12 +780,15 @@ def scan_source(
     Args:
         source: the Python source.
         path: reported as the finding's file.
-        plugin_rules: extra rules (see :mod:`accel_abstraction.porting.rules`).
+        rules: the rules to report (:mod:`accel_abstraction.porting.rules`): every built-in
+            rule when ``None``; :func:`~.runner.load_rules` gives the built-in and the plugins' ones.
         enabled: ``enabled(code)`` filters reported codes (selection); all when ``None``.
         precheck: skip parsing when a cheap text test shows no rule can fire.
     """
-    if precheck and not any(not r.precheck for r in plugin_rules):
-        extra = [s for r in plugin_rules for s in r.precheck]
+    chosen = BUILTIN_RULES if rules is None else tuple(rules)
+    matching = tuple(r for r in chosen if r.matcher is not None or r.names)
+    if precheck and not any(not r.precheck for r in matching):
+        extra = [s for r in matching for s in r.precheck]
         if not might_couple(source, extra):
             return FileResult(path, skipped=True)
     try:
@@ -789,9 +800,12 @@ def scan_source(
     except (RecursionError, MemoryError):
         return FileResult(path, error=f"{path}: {TOO_DEEP}")
     try:
-        findings = _Scan(source, path, tree, plugin_rules).run()
+        findings = _Scan(source, path, tree, matching).run()
     except RecursionError:
         return FileResult(path, error=f"{path}: {TOO_DEEP}")
+    if chosen is not BUILTIN_RULES:
+        reported = {r.code for r in chosen}
+        findings = [f for f in findings if f.code in reported]
     quiet = suppressions(source)
     kept: list[Finding] = []
     seen: set[tuple[int, int, str]] = set()

@@ -115,10 +115,10 @@ def test_crash_on_one_file_is_summarised_and_leftover_temp_files_are_removed(
 
     real = codemod.port_source
 
-    def flaky(source: str, path: str, *args: object) -> object:
+    def flaky(source: str, path: str, *args: object, **kwargs: object) -> object:
         if path.endswith("b.py"):
             raise KeyError("boom")
-        return real(source, path, *args)  # type: ignore[arg-type]
+        return real(source, path, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(codemod, "port_source", flaky)
     assert main(["port", "--write", "."]) == 1

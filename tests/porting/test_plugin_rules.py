@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from accel_abstraction.porting import Rule, port_source, scan_source
+from accel_abstraction.porting import BUILTIN_RULES, Rule, port_source, scan_source
 from accel_abstraction.porting.rules import MatchContext
 
 
@@ -25,7 +25,7 @@ SOURCE = (
 
 
 def test_matcher_and_names_rules_report_through_aliases() -> None:
-    findings = scan_source(SOURCE, plugin_rules=(LAUNCH, NAMES)).findings
+    findings = scan_source(SOURCE, rules=(*BUILTIN_RULES, LAUNCH, NAMES)).findings
     assert [(f.line, f.col, f.code, f.message) for f in findings] == [
         (6, 5, "MYL002", "mylib kernel launch: hand-written kernel"),
         (7, 12, "MYL001", "uses mylib.cuda: mylib.cuda.stream"),
@@ -36,9 +36,9 @@ def test_matcher_and_names_rules_report_through_aliases() -> None:
 def test_without_precheck_every_file_is_parsed_and_walked() -> None:
     rule = Rule("MYL003", "manual", "launch", matcher=_launch)
     source = "import mylib\nmylib.launch_kernel()\n"
-    assert scan_source(source, plugin_rules=(LAUNCH,)).findings  # precheck word present
-    assert scan_source(source.replace("launch_kernel", "run"), plugin_rules=(LAUNCH,)).skipped
-    assert [f.code for f in scan_source(source, plugin_rules=(rule,)).findings] == ["MYL003"]
+    assert scan_source(source, rules=(*BUILTIN_RULES, LAUNCH)).findings  # precheck word present
+    assert scan_source(source.replace("launch_kernel", "run"), rules=(*BUILTIN_RULES, LAUNCH)).skipped
+    assert [f.code for f in scan_source(source, rules=(*BUILTIN_RULES, rule)).findings] == ["MYL003"]
 
 
 def test_plugin_findings_are_listed_as_not_ported() -> None:

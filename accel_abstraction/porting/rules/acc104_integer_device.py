@@ -1,0 +1,45 @@
+"""ACC104: bare integer device means a CUDA device."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..fixes import Fix, expression
+from .base import Rule
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+
+@dataclass(frozen=True, kw_only=True)
+class WrapDevice(Fix):
+    """The expression ``e`` (a device ordinal) becomes ``accel.device(e)``."""
+
+    def rewrite(self, node: cst.CSTNode) -> cst.CSTNode:
+        from ..cst_edit import call, keep_parens
+
+        node = expression(node)
+        return keep_parens(
+            node, call("accel.device", node.with_changes(lpar=[], rpar=[]) if node.lpar else node)
+        )
+
+
+RULE = Rule(
+    "ACC104",
+    "device-string",
+    "bare integer device means a CUDA device",
+    "accel.device(index)",
+    portable=True,
+    examples=(
+        ("y = x.to(local_rank)", "y = x.to(accel.device(local_rank))"),
+        ("d = torch.device(0)", "d = accel.device(0)"),
+        ("torch.distributed.barrier(device_ids=[local_rank])", None),
+        ('p.add_argument("--device", type=int, default=0)', None),
+    ),
+    counterexamples=(
+        "m = DDP(model, device_ids=[local_rank])",
+        "y = x.to(torch.float16)",
+        'p.add_argument("--epochs", type=int, default=0)',
+    ),
+)
