@@ -11,37 +11,22 @@ become ``accel.device(...)``.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import re
 from typing import Literal
 
-from .fixes import RenameCall, Replace
-from .guards import last_name, str_value
+from .fixes import Replace
+from .guards import CUDA_DEVICE, RANK_NAME, last_name, str_value
 from .reporting import Reporter
+from .rules import acc171_nccl_backend as acc171
 from .rules.acc103_runtime_device_string import DeviceFrom
 from .rules.acc104_integer_device import WrapDevice
 
-_CUDA_DEVICE = re.compile(r"^cuda(?::(\d+))?$")
-RANK_NAME = re.compile(
-    r"^(local_rank|rank|gpu|gpu_id|gpu_idx|gpu_index|device_id|device_idx|device_index|dev_id|cuda_device)$",
-    re.IGNORECASE,
-)
 _STRING_PREFIX = re.compile(r"^([rRuU]?)(['\"])cuda")
 _NVCC_FLAGS = ("-gencode", "--generate-code", "-arch=sm_", "--gpu-architecture")  # accel: ignore[ACC201]
 #: Variables read by CUDA and its libraries (cuBLAS, cuDNN, NCCL, ...), by name prefix.
 _CUDA_ENV_PREFIXES = ("CUDA_", "NCCL_", "CUDNN_", "CUBLAS_", "CUBLASLT_", "CUFFT_", "CURAND_", "CUSPARSE_", "NVIDIA_", "NVTE_")  # accel: ignore
 #: NVIDIA toolkit programs named as a string (``[nvcc, "-V"]`` built from ``os.path.join(CUDA_HOME, "bin", "nvcc")``).
 _NVIDIA_TOOL = re.compile(r"^(?:.*/)?(?:nvcc|cuobjdump|nvdisasm|nvprof|nvidia-smi)(?:\.exe)?(?:\s+-.*)?$")  # accel: ignore
-
-
-def arg_of(call: ast.Call, index: int, keyword: str) -> tuple[ast.AST | None, int | str]:
-    """The argument at ``index`` or named ``keyword``, and how to address it for ``drop``."""
-    if len(call.args) > index and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
-        return call.args[index], index
-    for kw in call.keywords:
-        if kw.arg == keyword:
-            return kw.value, keyword
-    return None, keyword
 
 
 class DeviceChecks(Reporter):
@@ -62,7 +47,7 @@ class DeviceChecks(Reporter):
             return
         value = str_value(node)
         if value is not None:
-            match = _CUDA_DEVICE.match(value)
+            match = CUDA_DEVICE.match(value)
             if match is None:
                 return
             self.done.add(id(node))
@@ -155,61 +140,9 @@ class DeviceChecks(Reporter):
         self.report(node, "ACC103", None, Replace(text=text), fix_node=literal, suggestion="accel.device_type() + ...")
         return True
 
-    def torch_device(self, node: ast.Call) -> None:
-        dev, where = arg_of(node, 0, "type")
-        value = str_value(dev)
-        if value is None:
-            if (isinstance(dev, ast.Constant) and type(dev.value) is int) or (
-                isinstance(dev, (ast.Name, ast.Attribute)) and RANK_NAME.match(last_name(dev) or "")
-            ):
-                if len(node.args) == 1 and not node.keywords:
-                    # torch.device(0) / torch.device(local_rank) mean a CUDA device
-                    inner = self.segment(dev)
-                    self.report(node, "ACC104", None, Replace(text=f"accel.device({inner})"), suggestion=f"accel.device({inner})")
-                return
-            before = len(self.findings)
-            self.device_value(dev)
-            if len(node.args) == 1 and not node.keywords:
-                # torch.device(f"cuda:{i}") becomes accel.device(i), not torch.device(accel.device(i))
-                for i in range(before, len(self.findings)):
-                    found = self.findings[i]
-                    if isinstance(found.fix, DeviceFrom):
-                        self.findings[i] = dataclasses.replace(found, fix=found.fix.at(self.span(node)))
-            return
-        match = _CUDA_DEVICE.match(value)
-        if match is None:
-            return
-        assert dev is not None
-        self.done.add(id(dev))
-        index, _ = arg_of(node, 1, "index")
-        if index is not None and value == "cuda":
-            self.report(node, "ACC102", None, RenameCall(callee="accel.device", drop=where))
-        elif index is None:
-            text = "accel.device()" if match.group(1) is None else f"accel.device({match.group(1)})"
-            self.report(node, "ACC101", None, Replace(text=text), suggestion=text)
-        else:
-            self.report(node, "ACC102", "index given twice")
-
     # ---- process-group backends
     def backend_value(self, node: ast.AST | None) -> None:
-        if isinstance(node, ast.IfExp):
-            self.backend_value(node.body)
-            self.backend_value(node.orelse)
-            return
-        value = str_value(node)
-        if node is None or value is None or "nccl" not in value.lower() or id(node) in self.done:
-            return
-        self.done.add(id(node))
-        if value.lower() == "nccl" and id(node) in self.compared:
-            # `args.dist_backend == "nccl"` asks "the accelerator's collective library?": on the cpu backend it
-            # keeps comparing with "nccl" (a program started there with --dist-backend gloo answers False, as before)
-            quote = (self.segment(node) or '"')[0]
-            self.report(node, "ACC171", None, Replace(text="accel.dist_backend()", guard="value", otherwise=f"{quote}{value}{quote}"),
-                        suggestion=f"accel.dist_backend() if accel.is_accelerator_available() else {value!r}")  # fmt: skip
-        elif value.lower() == "nccl":
-            self.report(node, "ACC171", None, Replace(text="accel.dist_backend()"))
-        else:
-            self.report(node, "ACC171", "backend string names nccl alongside others")
+        acc171.backend_value(self, node)  # type: ignore[arg-type]
 
     def device_ids(self, call: ast.Call, node: ast.AST, qualname: str | None) -> None:
         """``device_ids=[rank]`` outside DDP (``dist.barrier``): names a CUDA device."""

@@ -54,10 +54,10 @@ def load_rules() -> tuple[Rule, ...]:
         built_in = RULES_BY_CODE.get(rule.code) is rule  # its shapes are found by the scanner's traversal
         if rule.matcher is None and not rule.names and not built_in:
             raise PluginError(f"accel_scan_rules: rule {rule.code} needs names=... or matcher=... to match anything")
-        if rule.apis and not built_in:
+        if (rule.apis or rule.calls) and not built_in:
             raise PluginError(
-                f"accel_scan_rules: rule {rule.code} has apis=...; the CUDA API table is read from the built-in "
-                "rules: report names with names=... or matcher=..., and rewrite them with a Match(fix=...)"
+                f"accel_scan_rules: rule {rule.code} has apis=... or calls=..., which the scanner reads from the "
+                "built-in rules only: report with names=... or matcher=..., and rewrite with a Match(fix=...)"
             )
         if rule.code in known or (rule.code in RULES_BY_CODE and not built_in):
             raise PluginError(f"accel_scan_rules: rule code {rule.code} is registered twice; codes must be unique")

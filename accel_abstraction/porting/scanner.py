@@ -24,19 +24,17 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from .aliases import AliasMap
-from .cli_options import device_option
-from .devices import DeviceChecks, arg_of
+from .devices import DeviceChecks
 from .findings import FileResult, Finding
-from .fixes import AssignCall, DropStatement, Keep, RenameCall, Replace
+from .fixes import AssignCall, DropStatement, RenameCall, Replace
 from .guards import (
     DEVICE_NAME,
     device_positions,
     device_string_names,
-    device_test,
-    find_device_tests,
+    has_keyword,
     is_cuda_string,
     last_name,
     str_value,
@@ -44,13 +42,19 @@ from .guards import (
 from .mapping import ACCELERATOR_TEST, CALLS, ENABLED, FLAGS, PACKAGES, lookup, package_row
 from .prefilter import BARE_DEVICE, BUILTIN_PRECHECK, hot_lines, might_couple, touches
 from .rules import BUILTIN_RULES, Match, Rule
+from .rules.acc104_integer_device import cli_option
 from .rules.acc111_cuda_method import ToDevice
-from .rules.acc112_is_cuda import IsCuda
+from .rules.acc112_is_cuda import check_is_cuda
+from .rules.acc113_device_type_test import check_device_test, find_device_tests
 from .rules.acc131_cuda_amp_autocast import AutocastEnabled
+from .rules.acc132_autocast_cuda import AUTOCAST, autocast_like
+from .rules.acc133_grad_scaler import GRAD_SCALER
+from .rules.acc207_cuda_only_kernel import fused_choices
+from .rules.acc208_peak_flops import check_peak_flops
+from .rules.base import CallCheck
 
-AUTOCAST = {"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"}
-GRAD_SCALER = {"torch.amp.GradScaler", "torch.GradScaler", "torch.amp.grad_scaler.GradScaler"}
-PROCESS_GROUP = {"torch.distributed.init_process_group", "torch.distributed.new_group"}
+#: Qualified callee -> the check of the built-in rule that examines its calls (``Rule.calls``).
+CALL_CHECKS: dict[str, CallCheck] = {name: check for rule in BUILTIN_RULES for name, check in rule.calls.items()}
 ENV_CALLS = {"os.environ.get", "os.getenv", "os.environ.setdefault", "os.environ.pop", "os.putenv", "os.unsetenv"}
 CPP_EXTENSION_LOAD = {"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"}
 #: Qualified-name prefixes under which the mapping table may hold a manual row.
@@ -67,7 +71,6 @@ _TABLE_ROOTS = (
 #: Modules whose imported names are reported on the import line too (a build or an environment report needs a person).
 _IMPORT_REPORTED = ("torch.utils.cpp_extension.CUDA_HOME", "torch.utils.collect_env.")
 _DIST_BACKEND_ENUM = {"torch.distributed.Backend.NCCL", "torch.distributed.distributed_c10d.Backend.NCCL"}
-_PARTIAL = {"functools.partial"}
 #: Calls whose first positional argument is a device.
 _TAKES_DEVICE_FIRST = {"torch.set_default_device", "torch.Generator"}
 #: Accelerator abstractions whose answers code asks on purpose (``accel.device_type() == "cuda"``,
@@ -101,10 +104,6 @@ def _own_returns(func: ast.AST) -> Iterator[ast.Return]:
             stack.extend(ast.iter_child_nodes(node))
 
 
-def _has_kw(call: ast.Call, name: str) -> bool:
-    return any(k.arg == name for k in call.keywords)
-
-
 def _coupled_module(qualname: str) -> bool:
     """Whether an imported name can be coupling on a line that does not say ``cuda``."""
     return qualname.startswith(_COUPLED_PREFIXES) or qualname in GRAD_SCALER
@@ -129,7 +128,7 @@ def suppressions(source: str) -> dict[int, frozenset[str] | None]:
 # --------------------------------------------------------------------------- visitor
 
 
-class _Scan(DeviceChecks):
+class Scan(DeviceChecks):
     """One pass over one module's tree."""
 
     def __init__(self, source: str, path: str, tree: ast.Module, plugin_rules: tuple[Rule, ...]) -> None:
@@ -150,12 +149,12 @@ class _Scan(DeviceChecks):
             self.hot = hot_lines(source, (*BUILTIN_PRECHECK, *extra, *names), BARE_DEVICE)
         self.plugin_names = [(r, n) for r in plugin_rules for n in r.names]
         self.plugin_matchers = [r for r in plugin_rules if r.matcher is not None]
-        self.parents: dict[int, ast.AST] = {}  # filled on demand by _parent, for .is_cuda only
+        self.is_cuda_parents: dict[int, ast.AST] = {}  # filled on demand by acc112, for .is_cuda only
         self.tree = tree
         # Data flow and context, computed on first need (most files never need them).
         self._string_names: frozenset[str] | None = None
         self._device_args: frozenset[str] | None = None
-        self._autocast_names: frozenset[str] | None = None
+        self.autocast_names: frozenset[str] | None = None  # filled by acc132 on first need
         self._fused: set[int] | None = None
         self.duplicate_flags: dict[int, int] = self._duplicate_flags() if source.count("allow_tf32") > 1 else {}
         self.guarded: list[tuple[int, int]] = []  # line ranges inside an accelerator guard
@@ -218,20 +217,6 @@ class _Scan(DeviceChecks):
         return self._string_names
 
     @property
-    def autocast_names(self) -> frozenset[str]:
-        """Names assigned ``torch.autocast`` itself (``ac = torch.autocast``), called later as ``ac("cuda")``."""
-        if self._autocast_names is None:
-            names: set[str] = set()
-            if "autocast" in self.source:
-                for node in ast.walk(self.tree):  # the assignment's own line need not be hot
-                    if isinstance(node, ast.Assign):
-                        values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
-                        if any(self.aliases.qualname(v) in AUTOCAST for v in values):
-                            names.update(n for n in map(last_name, node.targets) if n)
-            self._autocast_names = frozenset(names)
-        return self._autocast_names
-
-    @property
     def device_args(self) -> frozenset[str]:
         """Names passed where a device goes, anywhere in the module."""
         if self._device_args is None:
@@ -242,7 +227,7 @@ class _Scan(DeviceChecks):
     def fused(self) -> set[int]:
         """ids of nodes inside a value that chooses a fused kernel."""
         if self._fused is None:
-            self._fused = self._fused_choices(self._hot_nodes()) if "fused" in self.source else set()
+            self._fused = fused_choices(self._hot_nodes()) if "fused" in self.source else set()
         return self._fused
 
     def _hot_nodes(self) -> Iterator[ast.AST]:
@@ -255,22 +240,6 @@ class _Scan(DeviceChecks):
                 continue
             yield node
             stack.extend(ast.iter_child_nodes(node))
-
-    @staticmethod
-    def _fused_choices(nodes: Iterable[ast.AST]) -> set[int]:
-        """ids of nodes inside a value that chooses a fused kernel (``use_fused = ...``, ``fused=...``)."""
-        ids: set[int] = set()
-        for node in nodes:
-            values: list[ast.AST] = []
-            if isinstance(node, ast.Assign) and any("fused" in (last_name(t) or "") for t in node.targets):
-                values.append(node.value)
-            elif isinstance(node, ast.keyword) and node.arg == "fused":
-                values.append(node.value)
-            elif isinstance(node, ast.Dict):
-                values += [v for k, v in zip(node.keys, node.values, strict=True) if str_value(k) == "fused"]
-            for value in values:
-                ids.update(id(sub) for sub in ast.walk(value))
-        return ids
 
     def _duplicate_flags(self) -> dict[int, int]:
         """Flag assignments that repeat the previous statement's portable call -> that line.
@@ -301,7 +270,7 @@ class _Scan(DeviceChecks):
         return dup
 
     # ---- device-type tests
-    def _intentional(self, node: ast.AST, roots: tuple[str, ...] = _INTENTIONAL) -> bool:
+    def intentional(self, node: ast.AST, roots: tuple[str, ...] = _INTENTIONAL) -> bool:
         """Whether ``node`` asks an accelerator abstraction (``accel.x()``, ``get_accelerator().y()``)."""
         while True:
             if isinstance(node, ast.Call):
@@ -314,33 +283,19 @@ class _Scan(DeviceChecks):
                 continue
             return False
 
-    def _device_ish(self, node: ast.AST) -> bool:
+    def device_ish(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Call) and last_name(node.func) == "str" and len(node.args) == 1:
             node = node.args[0]
         if isinstance(node, ast.Attribute) and node.attr in ("type", "device_type"):
             return True
-        if self._intentional(node):
+        if self.intentional(node):
             return True
         name = last_name(node)
         return name is not None and (DEVICE_NAME.search(name) is not None or name in self.string_names)
 
-    def device_type_test(self, node: ast.AST) -> bool:
-        """Report ``node`` if it is a device-type test; return whether it was."""
-        test = device_test(node, self.segment, self._device_ish, self._intentional)
-        if test is None:
-            return False
-        if id(node) in self.fused:
-            self.report(node, "ACC207", "fused kernel chosen because the device is CUDA",
-                        suggestion="fused kernels exist per device; ask a person which one the backend has")  # fmt: skip
-        elif test.text is not None:
-            self.report(node, "ACC113", None, Replace(text=test.text), suggestion=test.text)
-        else:
-            self.report(node, "ACC113", "cannot be folded to one test")
-        return True
-
     def _accelerator_guard(self, test: ast.AST) -> bool:
         """Whether ``test`` decides between an accelerator and the CPU (for ``pin_memory``)."""
-        if any(find_device_tests(test, self.segment, self._device_ish, self._intentional)):
+        if any(find_device_tests(test, self.segment, self.device_ish, self.intentional)):
             return True
         for sub in ast.walk(test):
             name = last_name(sub)
@@ -368,7 +323,7 @@ class _Scan(DeviceChecks):
             row = CALLS.get(q)
             if row is not None:
                 code, target = row.code, row.replacement or ""
-                enabled = "enabled" if row.on_cpu == ENABLED and (code == "ACC131" or _has_kw(node, "enabled")) else ""
+                enabled = "enabled" if row.on_cpu == ENABLED and (code == "ACC131" or has_keyword(node, "enabled")) else ""
                 if code == "ACC131" and node.args:
                     if len(node.args) == 1 and not isinstance(node.args[0], ast.Starred) and not any(k.arg == "enabled" for k in node.keywords):
                         # torch.cuda.amp.autocast(flag): its first parameter is enabled
@@ -386,34 +341,13 @@ class _Scan(DeviceChecks):
                     self.report(func, code, None, Replace(text=target), suggestion=target + "(...)")
                 self.push_call_args(node)
                 return False
-            if q == "torch.device":
-                self.torch_device(node)
+            check = CALL_CHECKS.get(q)
+            if check is not None:
+                check(self, node)
                 self.push_call_args(node)
                 return False
             if q in _TAKES_DEVICE_FIRST and node.args:
                 self.device_value(node.args[0])
-            if q in AUTOCAST:
-                dev, where = arg_of(node, 0, "device_type")
-                if str_value(dev) == "cuda":
-                    assert dev is not None
-                    self.done.add(id(dev))
-                    self.report(node, "ACC132", None, RenameCall(callee="accel.autocast", drop=where, guard="enabled"))
-                self.push_call_args(node)
-                return False
-            if q in GRAD_SCALER:
-                dev, where = arg_of(node, 0, "device")
-                if dev is None or str_value(dev) == "cuda":
-                    if dev is not None:
-                        self.done.add(id(dev))
-                    self.report(node, "ACC133", None, RenameCall(callee="accel.GradScaler", drop=where if dev is not None else None,
-                                guard="enabled" if _has_kw(node, "enabled") else ""))  # fmt: skip
-                self.push_call_args(node)
-                return False
-            if q in PROCESS_GROUP:
-                backend, _ = arg_of(node, 0, "backend")
-                self.backend_value(backend)
-                self.push_call_args(node)
-                return False
             if q in ENV_CALLS and node.args:
                 self.env_name(node.args[0])
             elif q in CPP_EXTENSION_LOAD:
@@ -422,7 +356,7 @@ class _Scan(DeviceChecks):
             # getattr(obj, "device", "cuda"): the default is a device string
             if DEVICE_NAME.search(str_value(node.args[1]) or ""):
                 self.device_value(node.args[2], string_typed=True)
-        if q not in AUTOCAST and self._autocast_like(node, q):
+        if q not in AUTOCAST and q not in CALLS and autocast_like(self, node, q):
             return True
         if isinstance(func, ast.Attribute):
             attr = func.attr
@@ -435,7 +369,7 @@ class _Scan(DeviceChecks):
                 if node.args:
                     self.device_value(node.args[0], allow_int=True)
             elif attr == "startswith":
-                self.device_type_test(node)
+                check_device_test(self, node)
             elif attr == "add_argument":
                 options = [str_value(a) or "" for a in node.args]
                 for kw in node.keywords:
@@ -444,7 +378,7 @@ class _Scan(DeviceChecks):
                             self.device_value(kw.value, string_typed=True)
                         elif any("backend" in o for o in options):
                             self.backend_value(kw.value)
-                self.cli_option(node, options)
+                cli_option(self, node, options)
             elif attr == "pin_memory" and not node.args and not node.keywords and not self._in_guard(node.lineno):
                 self.report(node, "ACC191", "Tensor.pin_memory() fails without CUDA", suggestion="guard with accel.capabilities().pinned_memory")
             elif attr == "format":
@@ -467,49 +401,6 @@ class _Scan(DeviceChecks):
             elif name == "fused" and isinstance(kw.value, ast.Constant) and kw.value.value is True:
                 self.report(kw.value, "ACC207", "fused=True", suggestion="fused optimizer kernels exist per device; keep fused only where the backend has them")
         return True
-
-    def _autocast_like(self, node: ast.Call, q: str | None) -> bool:
-        """``autocast = torch.autocast`` called later as ``autocast("cuda")``, or ``partial(torch.autocast, "cuda")``.
-
-        The literal ``"cuda"`` becomes ``accel.device_type()`` and the call gets
-        ``enabled=... and accel.is_accelerator_available()`` (disabled on the cpu backend, as
-        CUDA autocast was without CUDA).  Returns whether the call was one.
-        """
-        offset = 0
-        partial = q in _PARTIAL or (q is None and last_name(node.func) == "partial")
-        if partial and node.args and self.aliases.qualname(node.args[0]) in AUTOCAST:
-            offset = 1
-        elif q in CALLS or not (
-            "autocast" in (last_name(node.func) or "").lower() or last_name(node.func) in self.autocast_names
-        ):
-            return False
-        dev, _ = arg_of(node, offset, "device_type")
-        if str_value(dev) != "cuda" or dev is None or id(dev) in self.done:
-            return False
-        self.done.add(id(dev))
-        if offset:
-            # partial(torch.autocast, "cuda", ...): the callee is torch.autocast, which takes enabled=
-            self.report(dev, "ACC132", "autocast bound by functools.partial", Replace(text="accel.device_type()"), suggestion="accel.device_type()")
-            self.report(node, "ACC132", "autocast bound by functools.partial: stays disabled on the cpu backend", Keep(guard="enabled"),
-                        suggestion=f"enabled=... and {ACCELERATOR_TEST}")  # fmt: skip
-        else:
-            # a name that may also be nullcontext (`scope = autocast if amp else nullcontext`): only the device
-            # type changes, and it stays "cuda" (autocast disabled, as without CUDA) on the cpu backend
-            quote = (self.segment(dev) or '"')[0]
-            self.report(dev, "ACC132", "autocast bound to a name", Replace(text="accel.device_type()", guard="bare",
-                        otherwise=f"{quote}cuda{quote}"), suggestion=f"accel.device_type() if {ACCELERATOR_TEST} else 'cuda'")  # fmt: skip
-        return True
-
-    def cli_option(self, node: ast.Call, options: list[str]) -> None:
-        """``add_argument("--device", type=int, default=0)``: an integer default is a CUDA ordinal (see :mod:`.cli_options`)."""
-        option = device_option(options)
-        if option is None:
-            return
-        for kw in node.keywords:
-            value = kw.value
-            if kw.arg == "default" and isinstance(value, ast.Constant) and type(value.value) is int and type(value.value) is not bool:
-                self.report(value, "ACC104", f"{option} defaults to {value.value}, a CUDA device ordinal",
-                            suggestion=f"take a device string; run with `{option} <accel.device_type()>` where you gave an ordinal")  # fmt: skip
 
     def plugin_match(self, rule: Rule, node: ast.AST) -> None:
         assert rule.matcher is not None
@@ -553,32 +444,13 @@ class _Scan(DeviceChecks):
     def visit_attribute(self, node: ast.Attribute) -> bool:
         for rule in self.plugin_matchers:
             self.plugin_match(rule, node)
-        if node.attr == "is_cuda" and isinstance(node.ctx, ast.Load):
-            self.report(node, "ACC112", None, IsCuda(paren=self._needs_paren(node)))
+        if node.attr == "is_cuda":
+            check_is_cuda(self, node)
             return True
         q = self.aliases.qualname(node)
         if q is None:
             return True
         return self.reference(node, q)
-
-    def _parent(self, node: ast.AST) -> ast.AST | None:
-        """The parent of ``node``, found by walking only the top-level statement holding it."""
-        if id(node) not in self.parents:
-            line = node.lineno  # type: ignore[attr-defined]
-            for stmt in self.tree.body:
-                if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
-                    for parent in ast.walk(stmt):
-                        for child in ast.iter_child_nodes(parent):
-                            if isinstance(child, ast.Attribute) and child.attr == "is_cuda":
-                                self.parents[id(child)] = parent
-                    break
-        return self.parents.get(id(node))
-
-    def _needs_paren(self, node: ast.AST) -> bool:
-        parent = self._parent(node)
-        if parent is None:
-            return True
-        return not isinstance(parent, (ast.BoolOp, ast.If, ast.While, ast.Assign, ast.Return, ast.IfExp, ast.keyword, ast.Call, ast.Assert))
 
     def visit_name(self, node: ast.Name) -> bool:
         if not isinstance(node.ctx, ast.Load):
@@ -599,7 +471,7 @@ class _Scan(DeviceChecks):
 
     def visit_ifexp(self, node: ast.IfExp) -> bool:
         """``X if accel.is_accelerator_available() else "nccl"``: what a port keeps for the cpu backend, on purpose."""
-        if self._intentional(node.test, _OWN):
+        if self.intentional(node.test, _OWN):
             self.done.update(id(sub) for sub in ast.walk(node.orelse))
         return True
 
@@ -635,14 +507,8 @@ class _Scan(DeviceChecks):
             elif _BACKEND_NAME.search(name):
                 self.backend_value(value)
             elif "flops" in name.lower():
-                self._peak_flops(target, name, value)
+                check_peak_flops(self, target, name, value)
         return False
-
-    def _peak_flops(self, target: ast.AST, name: str, value: ast.AST) -> None:
-        lowered = name.lower()
-        big = isinstance(value, ast.Constant) and isinstance(value.value, (int, float)) and value.value >= 1e11
-        if big or "peak" in lowered or "promised" in lowered:
-            self.report(target, "ACC208", name, suggestion="peak FLOPs differ per device; take them from the selected device, not a GPU table")
 
     def visit_assign(self, node: ast.Assign) -> bool:
         self.whole_values.add(id(node.value))
@@ -675,10 +541,10 @@ class _Scan(DeviceChecks):
                 members = literal.elts if isinstance(literal, (ast.Tuple, ast.List, ast.Set)) else [literal]
                 for member in members:
                     if (str_value(member) or "").lower() == "nccl" and (
-                        "backend" not in (last_name(_callee(other)) or "").lower() or self._intentional(other)
+                        "backend" not in (last_name(_callee(other)) or "").lower() or self.intentional(other)
                     ):
                         self.done.add(id(member))
-        if self.device_type_test(node):
+        if check_device_test(self, node):
             for sub in (node.left, *node.comparators):
                 if str_value(sub) is not None:
                     self.done.add(id(sub))
@@ -695,7 +561,7 @@ class _Scan(DeviceChecks):
                     literal = str_value(a)
                     if literal is None and isinstance(a, (ast.Tuple, ast.List, ast.Set)):
                         literal = next((s for s in map(str_value, a.elts) if s == "cuda"), None)
-                    if literal == "cuda" and self._intentional(b, _OWN):
+                    if literal == "cuda" and self.intentional(b, _OWN):
                         return True
         return False
 
@@ -800,7 +666,7 @@ def scan_source(
     except (RecursionError, MemoryError):
         return FileResult(path, error=f"{path}: {TOO_DEEP}")
     try:
-        findings = _Scan(source, path, tree, matching).run()
+        findings = Scan(source, path, tree, matching).run()
     except RecursionError:
         return FileResult(path, error=f"{path}: {TOO_DEEP}")
     if chosen is not BUILTIN_RULES:

@@ -138,7 +138,7 @@ def test_a_plugin_rule_cannot_bring_api_rows() -> None:
     plugins.reset()
     plugins.register_plugin(Rows(), "rows")
     try:
-        with pytest.warns(RuntimeWarning, match="the CUDA API table is read from the built-in rules"):
+        with pytest.warns(RuntimeWarning, match="which the scanner reads from the built-in rules only"):
             assert load_rules() == BUILTIN_RULES
     finally:
         plugins.reset()

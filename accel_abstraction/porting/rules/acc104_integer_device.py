@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..cli_options import device_option
 from ..fixes import Fix, expression
 from .base import Rule
 
 if TYPE_CHECKING:
     import libcst as cst
+
+    from ..scanner import Scan
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -23,6 +27,22 @@ class WrapDevice(Fix):
         return keep_parens(
             node, call("accel.device", node.with_changes(lpar=[], rpar=[]) if node.lpar else node)
         )
+
+
+
+
+
+
+def cli_option(scan: Scan, node: ast.Call, options: list[str]) -> None:
+    """``add_argument("--device", type=int, default=0)``: an integer default is a CUDA ordinal (see :mod:`.cli_options`)."""
+    option = device_option(options)
+    if option is None:
+        return
+    for kw in node.keywords:
+        value = kw.value
+        if kw.arg == "default" and isinstance(value, ast.Constant) and type(value.value) is int and type(value.value) is not bool:
+            scan.report(value, "ACC104", f"{option} defaults to {value.value}, a CUDA device ordinal",
+                        suggestion=f"take a device string; run with `{option} <accel.device_type()>` where you gave an ordinal")  # fmt: skip
 
 
 RULE = Rule(

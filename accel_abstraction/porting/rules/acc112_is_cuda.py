@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -10,6 +11,8 @@ from .base import Rule
 
 if TYPE_CHECKING:
     import libcst as cst
+
+    from ..scanner import Scan
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,6 +36,33 @@ class IsCuda(Fix):
         if self.paren:
             comparison = comparison.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         return keep_parens(node, comparison)
+
+
+
+def check_is_cuda(scan: Scan, node: ast.Attribute) -> None:
+    """``x.is_cuda`` (read): report it, rewritten to ``x.device.type != "cpu"``."""
+    if node.attr == "is_cuda" and isinstance(node.ctx, ast.Load):
+        scan.report(node, "ACC112", None, IsCuda(paren=_needs_paren(scan, node)))
+
+
+def _parent(scan: Scan, node: ast.AST) -> ast.AST | None:
+    """The parent of ``node``, found by walking only the top-level statement holding it."""
+    if id(node) not in scan.is_cuda_parents:
+        line = node.lineno  # type: ignore[attr-defined]
+        for stmt in scan.tree.body:
+            if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+                for parent in ast.walk(stmt):
+                    for child in ast.iter_child_nodes(parent):
+                        if isinstance(child, ast.Attribute) and child.attr == "is_cuda":
+                            scan.is_cuda_parents[id(child)] = parent
+                break
+    return scan.is_cuda_parents.get(id(node))
+
+def _needs_paren(scan, node: ast.AST) -> bool:
+    parent = _parent(scan, node)
+    if parent is None:
+        return True
+    return not isinstance(parent, (ast.BoolOp, ast.If, ast.While, ast.Assign, ast.Return, ast.IfExp, ast.keyword, ast.Call, ast.Assert))
 
 
 RULE = Rule(

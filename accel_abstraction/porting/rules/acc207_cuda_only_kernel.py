@@ -2,8 +2,29 @@
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Iterable
+
 from ..apis import manual
+from ..guards import last_name, str_value
 from .base import Rule
+
+
+def fused_choices(nodes: Iterable[ast.AST]) -> set[int]:
+    """ids of nodes inside a value that chooses a fused kernel (``use_fused = ...``, ``fused=...``)."""
+    ids: set[int] = set()
+    for node in nodes:
+        values: list[ast.AST] = []
+        if isinstance(node, ast.Assign) and any("fused" in (last_name(t) or "") for t in node.targets):
+            values.append(node.value)
+        elif isinstance(node, ast.keyword) and node.arg == "fused":
+            values.append(node.value)
+        elif isinstance(node, ast.Dict):
+            values += [v for k, v in zip(node.keys, node.values, strict=True) if str_value(k) == "fused"]
+        for value in values:
+            ids.update(id(sub) for sub in ast.walk(value))
+    return ids
+
 
 RULE = Rule(
     "ACC207",

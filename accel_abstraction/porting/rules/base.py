@@ -20,10 +20,13 @@ How a rule matches:
   rule's own) to report the node, or a :class:`Match` to report it with a fix that
   ``accel port`` applies.  ``ctx.qualname(expr)`` resolves an expression such as
   ``tc.synchronize`` to ``"torch.cuda.synchronize"``.
-- The shapes of the built-in device-string, backend and environment rules (``"cuda:0"``,
-  ``x.device.type == "cuda"``, ``"nccl"``) are found by the scanner's shared traversal
-  (:mod:`accel_abstraction.porting.scanner`, ``devices``, ``guards``), which reports them
-  with these rules' codes.
+- ``calls`` (built-in rules): qualified callees whose calls the rule's own check examines
+  (``torch.device``, ``torch.autocast``, ``init_process_group``).  The other shapes of the
+  built-in rules are checks in their files that the scanner's single traversal calls where
+  the shape can stand (a device position, a test, an assignment: ``rules/acc113_*`` for
+  ``x.device.type == "cuda"``), or, for what every device, backend and environment position
+  shares (``"cuda:0"``, ``"nccl"``, ``CUDA_VISIBLE_DEVICES``), the traversal's own value
+  checks (:mod:`accel_abstraction.porting.devices`), which report with these rules' codes.
 
 The ``precheck`` strings (case-sensitive) of a rule let the scanner skip a file without
 parsing it when none of them occurs in its text, and skip statements whose lines contain
@@ -36,9 +39,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..apis import ApiMapping
 from ..fixes import Fix
@@ -69,6 +72,8 @@ class Match:
 
 
 Matcher = Callable[[ast.AST, MatchContext], str | Match | None]
+#: ``check(scan, call)``: a built-in rule's look at a call of one of its callees (``Rule.calls``).
+CallCheck = Callable[[Any, ast.Call], None]
 
 #: Rule categories of the built-in rules (a plugin rule may use a word of its own).
 CATEGORIES: tuple[str, ...] = (
@@ -100,6 +105,9 @@ class Rule:
         suggestion: the portable rewrite, shown in parentheses after the message.
         portable: whether ``accel port`` can rewrite what this rule finds (the docs say so).
         apis: the CUDA API rows this rule reports (module docstring); their ``code`` is this rule's.
+        calls: qualified callee -> check, for built-in rules: the scanner's traversal hands each
+            call of that callee to the check (with itself, the per-file state, as ``scan``) and
+            then walks the call's arguments.
         names: qualified names this rule reports.
         matcher: callable reporting nodes, see the module docstring.
         precheck: substrings one of which a file must contain for this rule to fire.
@@ -115,6 +123,7 @@ class Rule:
     suggestion: str | None = None
     portable: bool = False
     apis: tuple[ApiMapping, ...] = field(default=(), compare=False)
+    calls: Mapping[str, CallCheck] = field(default_factory=dict, compare=False)
     names: tuple[str, ...] = ()
     matcher: Matcher | None = field(default=None, compare=False)
     precheck: tuple[str, ...] = ()
