@@ -12,10 +12,10 @@ from .acc103_runtime_device_string import DeviceFrom
 from .base import Rule
 
 if TYPE_CHECKING:
-    from ..scanner import Scan
+    from ..context import ScanContext
 
 
-def torch_device(scan: Scan, node: ast.Call) -> None:
+def torch_device(scan: ScanContext, node: ast.Call) -> None:
     """``torch.device("cuda", i)``, ``torch.device("cuda:0")``, ``torch.device(0)``, ``torch.device(f"cuda:{i}")``."""
     dev, where = arg_of(node, 0, "type")
     value = str_value(dev)

@@ -13,7 +13,7 @@ from .base import Rule
 if TYPE_CHECKING:
     import libcst as cst
 
-    from ..scanner import Scan
+    from ..context import ScanContext
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,7 +33,7 @@ class WrapDevice(Fix):
 
 
 
-def cli_option(scan: Scan, node: ast.Call, options: list[str]) -> None:
+def cli_option(scan: ScanContext, node: ast.Call, options: list[str]) -> None:
     """``add_argument("--device", type=int, default=0)``: an integer default is a CUDA ordinal (see :mod:`.cli_options`)."""
     option = device_option(options)
     if option is None:

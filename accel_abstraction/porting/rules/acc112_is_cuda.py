@@ -12,7 +12,7 @@ from .base import Rule
 if TYPE_CHECKING:
     import libcst as cst
 
-    from ..scanner import Scan
+    from ..context import ScanContext
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,13 +39,13 @@ class IsCuda(Fix):
 
 
 
-def check_is_cuda(scan: Scan, node: ast.Attribute) -> None:
+def check_is_cuda(scan: ScanContext, node: ast.Attribute) -> None:
     """``x.is_cuda`` (read): report it, rewritten to ``x.device.type != "cpu"``."""
     if node.attr == "is_cuda" and isinstance(node.ctx, ast.Load):
         scan.report(node, "ACC112", None, IsCuda(paren=_needs_paren(scan, node)))
 
 
-def _parent(scan: Scan, node: ast.AST) -> ast.AST | None:
+def _parent(scan: ScanContext, node: ast.AST) -> ast.AST | None:
     """The parent of ``node``, found by walking only the top-level statement holding it."""
     if id(node) not in scan.is_cuda_parents:
         line = node.lineno  # type: ignore[attr-defined]

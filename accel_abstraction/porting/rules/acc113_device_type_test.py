@@ -94,10 +94,10 @@ def _compare(node: ast.Compare, segment: Segment, is_device_ish: Predicate, inte
 
 
 if TYPE_CHECKING:
-    from ..scanner import Scan
+    from ..context import ScanContext
 
 
-def check_device_test(scan: Scan, node: ast.AST) -> bool:
+def check_device_test(scan: ScanContext, node: ast.AST) -> bool:
     """Report ``node`` if it is a device-type test (ACC113; ACC207 where it chooses a fused kernel); return whether it was."""
     test = device_test(node, scan.segment, scan.device_ish, scan.intentional)
     if test is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -11,6 +12,8 @@ from .base import Rule
 
 if TYPE_CHECKING:
     import libcst as cst
+
+    from ..context import ScanContext
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +35,16 @@ class AutocastEnabled(Fix):
         return node.with_changes(
             func=expr(self.callee), args=[keyword(node.args[0], "enabled"), *node.args[1:]]
         )
+
+
+
+def autocast_positional(scan: ScanContext, node: ast.Call, callee: str, guard: str) -> None:
+    """``torch.cuda.amp.autocast(flag)``: its first parameter is ``enabled``; other positional arguments need a person."""
+    if len(node.args) == 1 and not isinstance(node.args[0], ast.Starred) and not any(k.arg == "enabled" for k in node.keywords):
+        scan.report(node.func, "ACC131", None, AutocastEnabled(callee=callee, guard=guard), fix_node=node,
+                    suggestion="accel.autocast(enabled=...)")  # fmt: skip
+    else:
+        scan.report(node.func, "ACC131", "positional arguments differ from accel.autocast(dtype, enabled)")
 
 
 RULE = Rule(

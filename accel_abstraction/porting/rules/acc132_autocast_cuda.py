@@ -11,14 +11,14 @@ from ..guards import arg_of, last_name, str_value
 from .base import Rule
 
 if TYPE_CHECKING:
-    from ..scanner import Scan
+    from ..context import ScanContext
 
 #: torch's autocast, by its qualified names.
 AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"})
 _PARTIAL = {"functools.partial"}
 
 
-def check_autocast(scan: Scan, node: ast.Call) -> None:
+def check_autocast(scan: ScanContext, node: ast.Call) -> None:
     """``torch.autocast("cuda", ...)`` -> ``accel.autocast(...)``, disabled on the cpu backend as CUDA autocast was without CUDA."""
     dev, where = arg_of(node, 0, "device_type")
     if str_value(dev) == "cuda":
@@ -27,7 +27,7 @@ def check_autocast(scan: Scan, node: ast.Call) -> None:
         scan.report(node, "ACC132", None, RenameCall(callee="accel.autocast", drop=where, guard="enabled"))
 
 
-def autocast_names(scan: Scan) -> frozenset[str]:
+def autocast_names(scan: ScanContext) -> frozenset[str]:
     """Names assigned ``torch.autocast`` itself (``ac = torch.autocast``), called later as ``ac("cuda")``."""
     if scan.autocast_names is None:
         names: set[str] = set()
@@ -41,7 +41,7 @@ def autocast_names(scan: Scan) -> frozenset[str]:
     return scan.autocast_names
 
 
-def autocast_like(scan: Scan, node: ast.Call, q: str | None) -> bool:
+def autocast_like(scan: ScanContext, node: ast.Call, q: str | None) -> bool:
     """``autocast = torch.autocast`` called later as ``autocast("cuda")``, or ``partial(torch.autocast, "cuda")``.
 
     The literal ``"cuda"`` becomes ``accel.device_type()`` and the call gets

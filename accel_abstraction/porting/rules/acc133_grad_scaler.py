@@ -11,13 +11,13 @@ from ..guards import arg_of, has_keyword, str_value
 from .base import Rule
 
 if TYPE_CHECKING:
-    from ..scanner import Scan
+    from ..context import ScanContext
 
 #: torch's GradScaler, by its qualified names.
 GRAD_SCALER = frozenset({"torch.amp.GradScaler", "torch.GradScaler", "torch.amp.grad_scaler.GradScaler"})
 
 
-def check_grad_scaler(scan: Scan, node: ast.Call) -> None:
+def check_grad_scaler(scan: ScanContext, node: ast.Call) -> None:
     """``torch.amp.GradScaler("cuda", ...)`` -> ``accel.GradScaler(...)``."""
     dev, where = arg_of(node, 0, "device")
     if dev is None or str_value(dev) == "cuda":

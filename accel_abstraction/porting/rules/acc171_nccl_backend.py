@@ -10,19 +10,19 @@ from ..guards import arg_of, str_value
 from .base import Rule
 
 if TYPE_CHECKING:
-    from ..scanner import Scan
+    from ..context import ScanContext
 
 #: Calls that create a process group (their backend argument is checked).
 PROCESS_GROUP = frozenset({"torch.distributed.init_process_group", "torch.distributed.new_group"})
 
 
-def check_process_group(scan: Scan, node: ast.Call) -> None:
+def check_process_group(scan: ScanContext, node: ast.Call) -> None:
     """``init_process_group("nccl")``: the backend argument."""
     backend, _ = arg_of(node, 0, "backend")
     backend_value(scan, backend)
 
 
-def backend_value(scan: Scan, node: ast.AST | None) -> None:
+def backend_value(scan: ScanContext, node: ast.AST | None) -> None:
     """Report ``node`` if it is a process-group backend string naming nccl."""
     if isinstance(node, ast.IfExp):
         backend_value(scan, node.body)

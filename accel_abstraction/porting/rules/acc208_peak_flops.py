@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 from .base import Rule
 
 if TYPE_CHECKING:
-    from ..scanner import Scan
+    from ..context import ScanContext
 
 
-def check_peak_flops(scan: Scan, target: ast.AST, name: str, value: ast.AST) -> None:
+def check_peak_flops(scan: ScanContext, target: ast.AST, name: str, value: ast.AST) -> None:
     """``peak_flops = 312e12``: an assignment to a name about FLOPs with a GPU-sized number, or named peak/promised."""
     lowered = name.lower()
     big = isinstance(value, ast.Constant) and isinstance(value.value, (int, float)) and value.value >= 1e11
