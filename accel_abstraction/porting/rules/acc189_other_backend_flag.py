@@ -5,6 +5,8 @@ from __future__ import annotations
 from ..apis import manual
 from .base import Rule
 
+_HINT = "torch.nn.attention.sdpa_kernel(...) chooses attention kernels on every device"
+
 RULE = Rule(
     "ACC189",
     "numerics",
@@ -12,25 +14,15 @@ RULE = Rule(
     None,
     portable=False,
     apis=(
-        manual(
-            "torch.backends.cuda.sdp_kernel",
-            "torch.nn.attention.sdpa_kernel(...) chooses attention kernels on every device",
-        ),
-        manual(
-            "torch.backends.cuda.enable_flash_sdp",
-            "torch.nn.attention.sdpa_kernel(...) chooses attention kernels on every device",
-        ),
-        manual(
-            "torch.backends.cuda.enable_mem_efficient_sdp",
-            "torch.nn.attention.sdpa_kernel(...) chooses attention kernels on every device",
-        ),
-        manual(
-            "torch.backends.cuda.enable_math_sdp",
-            "torch.nn.attention.sdpa_kernel(...) chooses attention kernels on every device",
-        ),
-        manual(
-            "torch.backends.cuda.enable_cudnn_sdp",
-            "torch.nn.attention.sdpa_kernel(...) chooses attention kernels on every device",
+        *(
+            manual(f"torch.backends.cuda.{name}", _HINT)
+            for name in (
+                "sdp_kernel",
+                "enable_flash_sdp",
+                "enable_mem_efficient_sdp",
+                "enable_math_sdp",
+                "enable_cudnn_sdp",
+            )
         ),
         manual("torch.backends.cudnn", "cuDNN setting with no portable equivalent"),
         manual("torch.backends.cuda", "CUDA backend setting with no portable equivalent"),

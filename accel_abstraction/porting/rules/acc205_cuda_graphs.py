@@ -5,6 +5,8 @@ from __future__ import annotations
 from ..apis import manual
 from .base import Rule
 
+_HINT = "CUDA graphs are CUDA-only; guard with accel.capabilities().graphs"
+
 RULE = Rule(
     "ACC205",
     "manual",
@@ -12,16 +14,9 @@ RULE = Rule(
     "guard with accel.capabilities().graphs",
     portable=False,
     apis=(
-        manual("torch.cuda.graphs", "CUDA graphs are CUDA-only; guard with accel.capabilities().graphs"),
-        manual("torch.cuda.graph", "CUDA graphs are CUDA-only; guard with accel.capabilities().graphs"),
-        manual("torch.cuda.CUDAGraph", "CUDA graphs are CUDA-only; guard with accel.capabilities().graphs"),
-        manual(
-            "torch.cuda.make_graphed_callables",
-            "CUDA graphs are CUDA-only; guard with accel.capabilities().graphs",
-        ),
-        manual(
-            "torch.cuda.graph_pool_handle",
-            "CUDA graphs are CUDA-only; guard with accel.capabilities().graphs",
+        *(
+            manual(f"torch.cuda.{name}", _HINT)
+            for name in ("graphs", "graph", "CUDAGraph", "make_graphed_callables", "graph_pool_handle")
         ),
     ),
     examples=(("g = torch.cuda.CUDAGraph()", None),),

@@ -5,6 +5,8 @@ from __future__ import annotations
 from ..apis import manual, package
 from .base import Rule
 
+_HINT = "an NVIDIA/CUDA environment query; report accel.backend().name and accel.device_name() instead"
+
 RULE = Rule(
     "ACC206",
     "manual",
@@ -15,33 +17,17 @@ RULE = Rule(
         manual(
             "torch.version.cuda", "a CUDA toolkit version; ask accel.backend().name / accel.capabilities()"
         ),
-        manual(
-            "torch.utils.collect_env.get_nvidia_driver_version",
-            "an NVIDIA/CUDA environment query; report accel.backend().name and accel.device_name() instead",
-        ),
-        manual(
-            "torch.utils.collect_env.get_gpu_info",
-            "an NVIDIA/CUDA environment query; report accel.backend().name and accel.device_name() instead",
-        ),
-        manual(
-            "torch.utils.collect_env.get_running_cuda_version",
-            "an NVIDIA/CUDA environment query; report accel.backend().name and accel.device_name() instead",
-        ),
-        manual(
-            "torch.utils.collect_env.get_cudnn_version",
-            "an NVIDIA/CUDA environment query; report accel.backend().name and accel.device_name() instead",
-        ),
-        manual(
-            "torch.utils.collect_env.get_nvidia_smi",
-            "an NVIDIA/CUDA environment query; report accel.backend().name and accel.device_name() instead",
-        ),
-        manual(
-            "torch.utils.collect_env.get_cuda_module_loading_config",
-            "an NVIDIA/CUDA environment query; report accel.backend().name and accel.device_name() instead",
-        ),
-        manual(
-            "torch.utils.collect_env.get_cachingallocator_config",
-            "an NVIDIA/CUDA environment query; report accel.backend().name and accel.device_name() instead",
+        *(
+            manual(f"torch.utils.collect_env.{name}", _HINT)
+            for name in (
+                "get_nvidia_driver_version",
+                "get_gpu_info",
+                "get_running_cuda_version",
+                "get_cudnn_version",
+                "get_nvidia_smi",
+                "get_cuda_module_loading_config",
+                "get_cachingallocator_config",
+            )
         ),
         package("pynvml", "NVML queries NVIDIA GPUs only; use accel.device_name() / accel.mem_get_info()"),
     ),
