@@ -15,6 +15,9 @@
 Environments are plain ``venv`` ones filled by pip from ``requirements-dev.txt`` (which pins
 torch). They are reused between runs, and the install is skipped while the requirement and
 project files are unchanged (``nox -s NAME --reuse-venv=no`` rebuilds one).
+
+Why one file of ~410 lines: nox reads its sessions from this one file, and the helpers here
+(installing the pinned requirements, torch releases, the per-backend legs) serve only them.
 """
 
 from __future__ import annotations

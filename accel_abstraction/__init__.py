@@ -157,9 +157,9 @@ def current_stream(device: DeviceLike = None) -> Any:
     return _bound("current_stream")(device)
 
 
-def stream(s: Any) -> contextlib.AbstractContextManager[Any]:
-    """Context manager that queues work on stream ``s``."""
-    return _bound("stream")(s)
+def stream(stream: Any) -> contextlib.AbstractContextManager[Any]:
+    """Context manager that queues work on ``stream`` inside the block."""
+    return _bound("stream")(stream)
 
 
 def Stream(*args: Any, **kwargs: Any) -> Any:  # noqa: N802 - mirrors torch.cuda.Stream

@@ -22,6 +22,7 @@ __all__ = [
     "PluginError",
     "UnknownBackendError",
     "PLUGIN_ATTR",
+    "decode_utf8",
     "did_you_mean",
 ]
 
@@ -41,6 +42,18 @@ def did_you_mean(value: str, choices: Iterable[str]) -> str:
 
 class AccelError(Exception):
     """Base class of every error accel-abstraction raises on purpose."""
+
+
+def decode_utf8(data: bytes, path: object, fix: str, error: type[AccelError]) -> str:
+    """``data`` (the bytes of file ``path``) as UTF-8 text, or ``error`` naming the file, the line, the
+    offending byte and its offset, followed by ``fix`` (what to do)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise error(
+            f"{path}:{line}: not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start}); {fix}"
+        ) from None
 
 
 class ArgumentTypeError(AccelError, TypeError):

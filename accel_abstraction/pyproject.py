@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import ConfigError, did_you_mean
+from .errors import ConfigError, decode_utf8, did_you_mean
 
 __all__ = ["Provenance", "check_keywords", "file_provenance", "find_pyproject", "read_section_table", "toml_key_line"]
 
@@ -102,17 +102,12 @@ def read_toml(path: Path, data: bytes | None = None) -> dict[str, Any]:
     UTF-8 or not TOML is one :class:`ConfigError`."""
     if data is None:
         data = _read_bytes(path)
+    text = decode_utf8(data, path, "TOML files must be UTF-8: re-save the file as UTF-8", ConfigError)
     tomllib = _tomllib()
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML ({exc}); fix the file or remove its [tool.accel] table") from None
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ConfigError(
-            f"{path}:{line}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
-            "TOML files must be UTF-8: re-save the file as UTF-8"
-        ) from None
 
 
 def read_section_table(path: Path, header: tuple[str, ...], known: set[str]) -> dict[str, Any]:

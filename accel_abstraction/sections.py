@@ -2,9 +2,12 @@
 
 A section is one ``[tool.accel...]`` table with its ``ACCEL_...`` variables: the core's
 (``[tool.accel]``, ``ACCEL_*``) and any plugin's (``[tool.accel.neuron]``, ``ACCEL_NEURON_*``).
-Its :class:`SectionSpec` states the table, the variable prefix, the default of every field
-(the one place defaults are written: the pydantic model takes its field defaults from it)
-and the pydantic model that validates it (:class:`~accel_abstraction.settings.ConfigSection`).
+Its :class:`SectionSpec` states the table, the variable prefix and the default of every field
+(the one place defaults are written). Its fields are declared either as :class:`Setting`
+rows (type, default, meaning, limits), from which the validating pydantic model is built
+when a value needs it (:func:`~accel_abstraction.settings.declared_model`): the whole section
+in one declaration; or, for a section whose values need validators of their own, by naming
+a :class:`~accel_abstraction.settings.ConfigSection` subclass that takes its defaults from here.
 
 :meth:`SectionSpec.load` answers a run in which no keyword, no variable and no key of the
 table sets a field with :class:`Defaults` (a few microseconds); so too a run whose set values
@@ -17,6 +20,7 @@ in every process, and before the plain checks every configured one did.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from collections.abc import Callable, Mapping
@@ -33,7 +37,7 @@ from .pyproject import (
     read_section_table,
 )
 
-__all__ = ["CORE", "DIST", "CoreSettings", "Defaults", "NotPlain", "PlainCheck", "SectionSpec"]
+__all__ = ["CORE", "DIST", "CoreSettings", "DistConfig", "Defaults", "NotPlain", "PlainCheck", "SectionSpec", "Setting", "declare"]
 
 
 class NotPlain(Exception):
@@ -46,6 +50,30 @@ PlainCheck = Callable[[Any], Any]
 
 
 @dataclass(frozen=True)
+class Setting:
+    """One field of a declared section: its type, default, meaning (the model field's description) and limits."""
+
+    type: Any
+    """The field's type, as a runtime annotation (``bool``, ``int``, ``str | None``)."""
+    default: Any
+    description: str
+    limits: Mapping[str, Any] = field(default_factory=dict)
+    """pydantic ``Field`` constraints: ``ge``, ``le``, ``gt``, ``allow_inf_nan``."""
+
+
+def declare(
+    section: str, env_prefix: str, settings: Mapping[str, Setting], plain: Mapping[str, PlainCheck] | None = None
+) -> SectionSpec:
+    """A section declared in one place: its fields' types, defaults, meanings and limits.
+
+    The validating model is built from ``settings`` when a set value needs it; nothing here
+    imports pydantic.
+    """
+    defaults = {name: setting.default for name, setting in settings.items()}
+    return SectionSpec(section, env_prefix, defaults, plain=plain or {}, settings=settings)
+
+
+@dataclass(frozen=True)
 class SectionSpec:
     """One configuration section: table, variable prefix, field defaults, validating model."""
 
@@ -55,13 +83,26 @@ class SectionSpec:
     """Prefix of the section's environment variables (``ACCEL_``, ``ACCEL_NEURON_``)."""
     defaults: Mapping[str, Any]
     """Field name -> default; the model's fields are exactly these."""
-    model: str
-    """``module:Class`` of the pydantic model (a ``ConfigSection``) that validates set values."""
+    model: str = ""
+    """``module:Class`` of the pydantic model (a ``ConfigSection``) that validates set values;
+    ``""``: the model is built from :attr:`settings`."""
     plain: Mapping[str, PlainCheck] = field(default_factory=dict)
     """Field name -> its plain check: a set value that every check accepts is loaded without
     the model. A check must give what the model gives for every value it accepts (a test
     compares them); values it does not accept, and fields without a check, go to the model,
     so every error message is the model's."""
+    settings: Mapping[str, Setting] = field(default_factory=dict)
+    """Field name -> its declaration, for a section without a model class of its own (:func:`declare`)."""
+
+    @functools.cached_property
+    def model_class(self) -> Any:
+        """The pydantic model validating the section (imports pydantic; built once for declared sections)."""
+        if self.model:
+            module, _, name = self.model.partition(":")
+            return getattr(importlib.import_module(module), name)
+        from .settings import declared_model
+
+        return declared_model(self)
 
     @property
     def header(self) -> tuple[str, ...]:
@@ -89,9 +130,7 @@ class SectionSpec:
         plain = self._load_plain(table, overrides, path)
         if plain is not None:
             return plain
-        module, _, name = self.model.partition(":")
-        model = getattr(importlib.import_module(module), name)
-        return model.load(pyproject=path, **overrides)
+        return self.model_class.load(pyproject=path, **overrides)
 
     def _load_plain(self, table: Mapping[str, Any], overrides: Mapping[str, Any], path: Path | None) -> Defaults | None:
         """The settings without the model, when every set value passes its plain check; else None."""
@@ -184,13 +223,25 @@ CORE = SectionSpec(
 )
 
 
-#: ``[tool.accel.distributed]`` / ``ACCEL_DIST_*``, validated by ``DistSettings`` (read by
-#: ``accel.init_distributed()``, whose cost is the process group's, so no plain checks).
-DIST = SectionSpec(
-    section="distributed",
-    env_prefix="ACCEL_DIST_",
-    defaults={"backend": None, "init_method": None, "timeout": 600.0},
-    model="accel_abstraction.settings:DistSettings",
+#: Longest distributed timeout accepted (seconds): 30 days; torch's timedelta arithmetic
+#: overflows on much larger values.
+MAX_DIST_TIMEOUT = 30 * 86400.0
+
+#: ``[tool.accel.distributed]`` / ``ACCEL_DIST_*`` (read by ``accel.init_distributed()``, whose
+#: cost is the process group's, so no plain checks); its model is ``settings.DistSettings``.
+DIST = declare(
+    "distributed",
+    "ACCEL_DIST_",
+    {
+        "backend": Setting(str | None, None, "Collective library; default: the selected backend's."),
+        "init_method": Setting(str | None, None, "torch.distributed init_method; default 'env://'."),
+        "timeout": Setting(
+            float,
+            600.0,
+            "Seconds before a collective or rendezvous fails (at most 30 days).",
+            {"gt": 0, "le": MAX_DIST_TIMEOUT, "allow_inf_nan": False},
+        ),
+    },
 )
 
 
@@ -206,5 +257,18 @@ class CoreSettings(Protocol):
     def amp_dtype(self) -> str: ...
     @property
     def fallback(self) -> str | None: ...
+
+    def source_of(self, field: str) -> Provenance: ...
+
+
+class DistConfig(Protocol):
+    """What ``accel.init_distributed()`` reads from :data:`DIST` (the model's instance or ``Defaults``)."""
+
+    @property
+    def backend(self) -> str | None: ...
+    @property
+    def init_method(self) -> str | None: ...
+    @property
+    def timeout(self) -> float: ...
 
     def source_of(self, field: str) -> Provenance: ...

@@ -19,7 +19,6 @@ the bad value came from, and the accepted values.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
@@ -29,7 +28,6 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
 from .errors import ConfigError
@@ -41,9 +39,17 @@ from .pyproject import (
     read_section_table,
     toml_key_line,
 )
-from .sections import AMP_ALIASES, CORE, DIST
+from .sections import AMP_ALIASES, CORE, DIST, SectionSpec
 
-__all__ = ["AccelSettings", "ConfigSection", "DistSettings", "Provenance", "find_pyproject", "toml_key_line"]
+__all__ = [
+    "AccelSettings",
+    "ConfigSection",
+    "DistSettings",
+    "Provenance",
+    "declared_model",
+    "find_pyproject",
+    "toml_key_line",
+]
 
 S = TypeVar("S", bound="ConfigSection")
 
@@ -75,11 +81,9 @@ class ConfigSection(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        path = _ACTIVE_FILE.get(cls)
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if path is not None:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path, toml_table_header=cls.table_header()))
-        return tuple(sources)
+        # Keywords, then the environment. The file's values reach the model as keywords that
+        # neither a keyword nor a variable sets (load() below): no state shared between loads.
+        return (init_settings, env_settings)
 
     @classmethod
     def load(cls: type[S], pyproject: Path | None = None, *, search: bool = True, **overrides: Any) -> S:
@@ -94,14 +98,16 @@ class ConfigSection(BaseSettings):
         path = pyproject or (find_pyproject() if search else None)
         table = _read_table(path, cls) if path is not None else {}
         overrides = {k: v for k, v in overrides.items() if v is not None}
-        with _LOAD_LOCK:
-            _ACTIVE_FILE[cls] = path if table else None
-            try:
-                instance = cls(**overrides)
-            except ValidationError as exc:
-                raise _config_error(cls, exc, overrides, path) from None
-            finally:
-                _ACTIVE_FILE.pop(cls, None)
+        variables = {key.upper() for key in os.environ}
+        from_file = {
+            name: table[name]
+            for name in cls.model_fields
+            if name in table and name not in overrides and _env_name(cls, name) not in variables
+        }
+        try:
+            instance = cls(**from_file, **overrides)
+        except ValidationError as exc:
+            raise _config_error(cls, exc, overrides, path) from None
         instance._provenance = {
             name: _provenance_of(cls, name, overrides, table, path) for name in cls.model_fields
         }
@@ -111,12 +117,6 @@ class ConfigSection(BaseSettings):
         """Where the value of ``field`` came from."""
         prov = getattr(self, "_provenance", None) or {}
         return prov.get(field, Provenance("default", "default"))
-
-
-# The file a load in progress reads; settings_customise_sources is a classmethod without
-# per-call arguments, so load() hands the path over here under a lock.
-_ACTIVE_FILE: dict[type[ConfigSection], Path | None] = {}
-_LOAD_LOCK = threading.Lock()
 
 
 def section_config(env_prefix: str) -> SettingsConfigDict:
@@ -201,23 +201,22 @@ class AccelSettings(ConfigSection):
         return value
 
 
-#: Longest distributed timeout accepted (seconds): 30 days; torch's timedelta arithmetic
-#: overflows on much larger values.
-MAX_DIST_TIMEOUT = 30 * 86400.0
+def declared_model(spec: SectionSpec) -> type[ConfigSection]:
+    """The :class:`ConfigSection` of a section declared with :func:`~accel_abstraction.sections.declare`:
+    one field per :class:`~accel_abstraction.sections.Setting` (its type, default, description
+    and limits). Named after the section (``neuron`` -> ``NeuronSettings``)."""
+    name = "".join(part.title() for part in spec.section.replace("-", "_").split("_")) + "Settings"
+    namespace: dict[str, Any] = {
+        "__module__": __name__,
+        "__qualname__": name,
+        "__doc__": f"[{'.'.join(spec.header)}] / {spec.env_prefix}*: built from its declaration.",
+        "__annotations__": {"section": ClassVar[str], **{f: s.type for f, s in spec.settings.items()}},
+        "model_config": section_config(spec.env_prefix),
+        "section": spec.section,
+        **{f: Field(s.default, description=s.description, **s.limits) for f, s in spec.settings.items()},
+    }
+    return type(name, (ConfigSection,), namespace)
 
 
-class DistSettings(ConfigSection):
-    """Distributed overrides: ``[tool.accel.distributed]`` / ``ACCEL_DIST_*``."""
-
-    model_config = section_config(DIST.env_prefix)
-    section: ClassVar[str] = DIST.section
-
-    backend: str | None = Field(DIST.defaults["backend"], description="Collective library; default: the selected backend's.")
-    init_method: str | None = Field(DIST.defaults["init_method"], description="torch.distributed init_method; default 'env://'.")
-    timeout: float = Field(
-        DIST.defaults["timeout"],
-        gt=0,
-        le=MAX_DIST_TIMEOUT,
-        allow_inf_nan=False,
-        description="Seconds before a collective or rendezvous fails (at most 30 days).",
-    )
+#: ``[tool.accel.distributed]`` / ``ACCEL_DIST_*``: distributed overrides (declared in :data:`.sections.DIST`).
+DistSettings: type[ConfigSection] = DIST.model_class

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -17,3 +18,22 @@ def clean_accel_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key.startswith("ACCEL_"):
             monkeypatch.delenv(key)
+
+
+@pytest.fixture
+def unreadable_pyproject(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``pyproject.toml`` is unreadable during the test: opening one to read raises ``PermissionError``.
+
+    What ``chmod 000`` does for a non-root user (root reads through it, so tests cannot chmod);
+    writing one still works. A parametrized test that needs it for one case only:
+    ``request.getfixturevalue("unreadable_pyproject")``.
+    """
+    real_open = Path.open
+
+    def denied(self: Path, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        mode = str(args[0] if args else kwargs.get("mode", "r"))
+        if self.name == "pyproject.toml" and not set(mode) & set("wax+"):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "open", denied)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from ..errors import ConfigError
 from .slurm import NodeListError, first_host, parse_tasks_per_node
@@ -74,7 +74,20 @@ def _opt_int(env: Mapping[str, str], name: str, hint: str) -> int | None:
     return _int(env, name, hint) if name in env else None
 
 
-def _check(rank: int, world: int, local_rank: int, local_world: int, names: tuple[str, str, str, str]) -> None:
+class _Ranks(NamedTuple):
+    """The five rank numbers of :class:`LaunchEnv`, in its field order."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    local_world_size: int
+    node_rank: int
+
+
+def _ranks(
+    rank: int, world: int, local_rank: int, local_world: int, node_rank: int, names: tuple[str, str, str, str]
+) -> _Ranks:
+    """The rank numbers, checked against each other; ``names`` are their variables, for messages."""
     r, w, lr, lw = names
     if world < 1:
         raise ConfigError(f"{w}={world} must be at least 1")
@@ -86,6 +99,7 @@ def _check(rank: int, world: int, local_rank: int, local_world: int, names: tupl
         raise ConfigError(f"{lr}={local_rank} must be in 0..{local_world - 1} because {lw}={local_world}")
     if local_world > world:
         raise ConfigError(f"{lw}={local_world} cannot exceed {w}={world}")
+    return _Ranks(rank, world, local_rank, local_world, node_rank)
 
 
 def default_slurm_port(env: Mapping[str, str]) -> int:
@@ -130,24 +144,17 @@ def _from_torchrun(env: Mapping[str, str]) -> LaunchEnv:
         raise ConfigError(f"LOCAL_WORLD_SIZE={local_world} must be at least 1")
     if local_rank is None:
         local_rank = rank % local_world
-    _check(rank, world, local_rank, local_world, ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"))
     node_rank = _opt_int(env, "GROUP_RANK", hint)
-    if node_rank is None:
-        node_rank = rank // local_world
+    names = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+    ranks = _ranks(
+        rank, world, local_rank, local_world, rank // local_world if node_rank is None else node_rank, names
+    )
     addr = env.get("MASTER_ADDR") or None
     port, port_source = _port(env, DEFAULT_MASTER_PORT, f"default port {DEFAULT_MASTER_PORT}")
-    return LaunchEnv(
-        launcher="torchrun" if "TORCHELASTIC_RUN_ID" in env else "env",
-        rank=rank,
-        world_size=world,
-        local_rank=local_rank,
-        local_world_size=local_world,
-        node_rank=node_rank,
-        master_addr=addr,
-        master_port=port if addr is not None else None,
-        addr_source="MASTER_ADDR" if addr is not None else "",
-        port_source=port_source,
-    )
+    launcher: Launcher = "torchrun" if "TORCHELASTIC_RUN_ID" in env else "env"
+    if addr is None:  # the launcher's own store (torchelastic) holds the rendezvous
+        return LaunchEnv(launcher, *ranks, port_source=port_source)
+    return LaunchEnv(launcher, *ranks, addr, port, "MASTER_ADDR", port_source)
 
 
 def _slurm_local_world(env: Mapping[str, str], node_rank: int, world: int) -> tuple[int, str]:
@@ -181,7 +188,14 @@ def _from_slurm(env: Mapping[str, str]) -> LaunchEnv:
     local_rank = _opt_int(env, "SLURM_LOCALID", hint) or 0
     node_rank = _opt_int(env, "SLURM_NODEID", hint) or 0
     local_world, local_name = _slurm_local_world(env, node_rank, world)
-    _check(rank, world, local_rank, local_world, ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", local_name))
+    ranks = _ranks(
+        rank,
+        world,
+        local_rank,
+        local_world,
+        node_rank,
+        ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", local_name),
+    )
 
     addr, addr_source = env.get("MASTER_ADDR") or None, "MASTER_ADDR"
     if addr is None:
@@ -200,18 +214,7 @@ def _from_slurm(env: Mapping[str, str]) -> LaunchEnv:
         )
     default = default_slurm_port(env)
     port, port_source = _port(env, default, f"default port {default} from SLURM_JOB_ID")
-    return LaunchEnv(
-        launcher="slurm",
-        rank=rank,
-        world_size=world,
-        local_rank=local_rank,
-        local_world_size=local_world,
-        node_rank=node_rank,
-        master_addr=addr,
-        master_port=port,
-        addr_source=addr_source,
-        port_source=port_source,
-    )
+    return LaunchEnv("slurm", *ranks, addr, port, addr_source, port_source)
 
 
 def detect(environ: Mapping[str, str] | None = None) -> LaunchEnv:

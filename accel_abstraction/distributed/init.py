@@ -9,7 +9,7 @@ with the same steps, asked of the selected backend object instead of named in th
 
 1. read the launcher's environment (:func:`accel_abstraction.distributed.env.detect`);
 2. read ``[tool.accel.distributed]`` / ``ACCEL_DIST_*`` / keyword overrides
-   (:class:`~accel_abstraction.settings.DistSettings`: ``backend``, ``init_method``,
+   (:data:`~accel_abstraction.sections.DIST`: ``backend``, ``init_method``,
    ``timeout``);
 3. ``backend.before_init_process_group(local_rank)`` (bind the device; a backend whose
    runtime must stay untouched until the group exists sets its visible-devices variable
@@ -40,7 +40,7 @@ import torch
 import torch.distributed as dist
 
 from ..errors import AccelError, ConfigError
-from ..settings import DistSettings
+from ..sections import DIST, DistConfig
 from .env import LaunchEnv, detect
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class DistInfo:
 
 _lock = threading.RLock()
 _info: DistInfo | None = None
-_settings: DistSettings | None = None
+_settings: DistConfig | None = None
 
 
 def _selected_backend() -> Backend:
@@ -118,7 +118,7 @@ def _device_of(backend: Backend, local_rank: int) -> torch.device:
     return backend.device()
 
 
-def _check_registered(name: str, settings: DistSettings) -> None:
+def _check_registered(name: str, settings: DistConfig) -> None:
     # A device map such as "cpu:gloo,cuda:nccl" names one library per device type.
     if all(dist.is_backend_available(part.rpartition(":")[2].strip()) for part in name.split(",")):
         return
@@ -136,7 +136,7 @@ def _format_addr(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def _init_method(launch: LaunchEnv, settings: DistSettings) -> str:
+def _init_method(launch: LaunchEnv, settings: DistConfig) -> str:
     if settings.init_method:
         return settings.init_method
     if launch.launcher == "torchrun":
@@ -150,7 +150,7 @@ def _init_method(launch: LaunchEnv, settings: DistSettings) -> str:
 
 
 def _rendezvous_error(
-    exc: BaseException, launch: LaunchEnv, name: str, init_method: str, settings: DistSettings, elapsed: float
+    exc: BaseException, launch: LaunchEnv, name: str, init_method: str, settings: DistConfig, elapsed: float
 ) -> DistributedError:
     first = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() else type(exc).__name__
     low = str(exc).lower()
@@ -235,7 +235,7 @@ def init_distributed(**overrides: Any) -> DistInfo:
         if _info is not None and (dist.is_initialized() or not _info.backend):
             _check_same(overrides)
             return _info
-        settings = DistSettings.load(**overrides)
+        settings = DIST.load(**overrides)
         launch = detect()
         backend = _selected_backend()
         if not dist.is_available():
@@ -264,10 +264,10 @@ def _check_same(overrides: dict[str, Any]) -> None:
     """Refuse arguments of a repeated :func:`init_distributed` that differ from the live group's."""
     if _settings is None:
         return
-    wanted = DistSettings.load(**overrides)
+    wanted = DIST.load(**overrides)
     differ = [
         f"{name}={getattr(wanted, name)!r} (now {getattr(_settings, name)!r})"
-        for name in DistSettings.model_fields
+        for name in DIST.defaults
         if name in overrides and overrides[name] is not None and getattr(wanted, name) != getattr(_settings, name)
     ]
     if differ:
@@ -279,7 +279,7 @@ def _check_same(overrides: dict[str, Any]) -> None:
         )
 
 
-def _init_group(backend: Backend, launch: LaunchEnv, settings: DistSettings) -> DistInfo:
+def _init_group(backend: Backend, launch: LaunchEnv, settings: DistConfig) -> DistInfo:
     name = settings.backend or backend.dist_backend()
     _check_registered(name, settings)
     init_method = _init_method(launch, settings)

@@ -28,74 +28,44 @@ EXIT_MATCH, EXIT_DIVERGED, EXIT_FAILED = 0, 1, 2
 
 
 def _add_options(p: argparse.ArgumentParser, defaults: bool = True) -> None:
-    d = (lambda value: value) if defaults else (lambda value: argparse.SUPPRESS)
-    p.add_argument(
-        "--backends",
-        default=d(None),
-        metavar="NAMES",
-        help="comma-separated backends, the first one is the reference unless --reference "
-        "(default: every registered backend available here)",
-    )
-    p.add_argument(
-        "--rtol", type=float, default=d(0.0), help="relative tolerance per step (default 0: bitwise)"
-    )
-    p.add_argument(
-        "--atol", type=float, default=d(0.0), help="absolute tolerance per step (default 0: bitwise)"
-    )
-    p.add_argument(
-        "--metric",
-        default=d("loss"),
-        metavar="NAME|REGEX",
-        help="the logged value to compare (default: loss); or a regular expression with named groups "
-        r"'step' and metric names, read from the script's output: 'iter (?P<step>\d+): loss (?P<loss>\S+)' "
-        "(the first metric group is compared)",
-    )
-    p.add_argument(
-        "--redirect",
-        action="store_true",
-        default=d(False),
-        help="run each leg under the runtime redirect (accel run): for unported CUDA scripts",
-    )
-    p.add_argument(
+    """The options, before SCRIPT or after it (``defaults=False``: only what is given is kept)."""
+
+    def option(flag: str, default: Any, text: str, **kwargs: Any) -> None:
+        p.add_argument(flag, default=default if defaults else argparse.SUPPRESS, help=text, **kwargs)
+
+    def switch(flag: str, text: str) -> None:
+        option(flag, False, text, action="store_true")
+
+    option(
+        "--backends", None, "comma-separated backends, the first one is the reference unless --reference "
+        "(default: every registered backend available here)", metavar="NAMES",
+    )  # fmt: skip
+    option("--rtol", 0.0, "relative tolerance per step (default 0: bitwise)", type=float)
+    option("--atol", 0.0, "absolute tolerance per step (default 0: bitwise)", type=float)
+    option(
+        "--metric", "loss", "the logged value to compare (default: loss); or a regular expression with named "
+        r"groups 'step' and metric names, read from the script's output: 'iter (?P<step>\d+): loss (?P<loss>\S+)' "
+        "(the first metric group is compared)", metavar="NAME|REGEX",
+    )  # fmt: skip
+    switch("--redirect", "run each leg under the runtime redirect (accel run): for unported CUDA scripts")
+    switch(
         "--allow-missing",
-        action="store_true",
-        default=d(False),
-        help="with --redirect: serve memory statistics a backend does not keep as 0 (accel run --allow-missing)",
+        "with --redirect: serve memory statistics a backend does not keep as 0 (accel run --allow-missing)",
     )
-    p.add_argument(
-        "--record",
-        type=Path,
-        default=d(None),
-        metavar="FILE",
-        help="also write parity.json to FILE, as a reference for later",
-    )
-    p.add_argument(
-        "--reference",
-        type=Path,
-        default=d(None),
-        metavar="FILE",
-        help="compare every backend against a run recorded in FILE (a --record file or any parity.json)",
-    )
-    p.add_argument(
-        "--reference-run",
-        default=d(None),
-        metavar="LABEL",
-        help="which run of --reference (default: its reference)",
-    )
-    p.add_argument(
+    option("--record", None, "also write parity.json to FILE, as a reference for later", type=Path, metavar="FILE")
+    option(
+        "--reference", None, "compare every backend against a run recorded in FILE (a --record file or any "
+        "parity.json)", type=Path, metavar="FILE",
+    )  # fmt: skip
+    option("--reference-run", None, "which run of --reference (default: its reference)", metavar="LABEL")
+    switch(
         "--allow-nonfinite",
-        action="store_true",
-        default=d(False),
-        help="accept NaN/inf where the reference has the same value at the same step (never against a finite one)",
+        "accept NaN/inf where the reference has the same value at the same step (never against a finite one)",
     )
-    p.add_argument(
-        "--out", type=Path, default=d(Path("parity-out")), help="output folder (default: parity-out/)"
-    )
-    p.add_argument("--timeout", type=float, default=d(None), metavar="SECONDS", help="limit for each run")
-    p.add_argument(
-        "--no-plot", action="store_true", default=d(False), help="skip the PNG (no matplotlib needed)"
-    )
-    p.add_argument("--no-progress", action="store_true", default=d(False), help="no progress bars")
+    option("--out", Path("parity-out"), "output folder (default: parity-out/)", type=Path)
+    option("--timeout", None, "limit for each run", type=float, metavar="SECONDS")
+    switch("--no-plot", "skip the PNG (no matplotlib needed)")
+    switch("--no-progress", "no progress bars")
 
 
 def add_parser(subparsers: Any) -> None:

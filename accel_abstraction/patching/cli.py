@@ -22,7 +22,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .apply import AlreadyAppliedError, apply_in_place, check_series, default_target, revert, write_overlay
+from .apply import AlreadyAppliedError, apply_in_place, default_target, revert, write_overlay
+from .check import check_series
 from .series import Series, default_patches_dir, installed_torch_root, load_series, torch_version_at
 
 __all__ = ["add_parser", "main"]

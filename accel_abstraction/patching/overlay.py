@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from .apply import read_manifest, sha256_of_file
 from .errors import PatchError, TorchVersionMismatchError
+from .manifest import read_manifest, sha256_of_file
 from .series import installed_torch_root, torch_version_at
 
 __all__ = ["OVERLAY_ENV", "OverlayFinder", "activate", "active_finder", "deactivate", "module_name"]

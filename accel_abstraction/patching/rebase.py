@@ -30,7 +30,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .apply import wheel_copy
+from .check import wheel_copy
 from .errors import HunkMismatchError, PatchError
 from .series import Patch, Series, base_version, torch_version_at
 from .unidiff import apply_file_diff, parse_diff

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from email.header import decode_header, make_header
 from pathlib import Path
 
+from ..errors import decode_utf8
 from ..safe_io import InputFileError, read_regular
 from .errors import PatchError, TorchVersionMismatchError
 from .unidiff import FileDiff, parse_diff
@@ -158,14 +159,8 @@ def _read_text(path: Path) -> str:
         data = read_regular(path, "the patch series file", limit=64 << 20)
     except InputFileError as exc:
         raise PatchError(str(exc)) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise PatchError(
-            f"{path}:{line}: not UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start}); patch files "
-            "must be UTF-8 text: re-export the patch (git format-patch writes UTF-8)"
-        ) from None
+    fix = "patch files must be UTF-8 text: re-export the patch (git format-patch writes UTF-8)"
+    return decode_utf8(data, path, fix, PatchError)
 
 
 def load_series(torch_version: str, patches_dir: Path | None = None) -> Series:

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any
 
 import torch
@@ -65,6 +66,7 @@ def amp_redirects(s: Server) -> list[Redirect]:
 
     class GradScaler(real_scaler):  # type: ignore[misc, valid-type]
         __doc__ = real_scaler.__doc__
+        _redirected_api = 'torch.amp.GradScaler("cuda")'
 
         def __init__(
             self,
@@ -76,7 +78,7 @@ def amp_redirects(s: Server) -> list[Redirect]:
             enabled: bool | None = None,
         ) -> None:
             if t.names_cuda(device):
-                rec.hit('torch.amp.GradScaler("cuda")')
+                rec.hit(self._redirected_api)
                 device = b.device_type
                 if enabled is None:
                     enabled = enabled_by_backend(init_scale, growth_factor, backoff_factor, growth_interval)
@@ -89,22 +91,18 @@ def amp_redirects(s: Server) -> list[Redirect]:
     if getattr(torch, "GradScaler", None) is real_scaler:
         add(torch, "GradScaler", GradScaler, 'torch.amp.GradScaler("cuda")', port_hint('torch.amp.GradScaler("cuda")'))
 
-    class CudaAmpGradScaler(real_scaler):  # type: ignore[misc, valid-type]
+    # torch.cuda.amp.GradScaler(...) is torch.amp.GradScaler("cuda", ...) in torch too.
+    class CudaAmpGradScaler(GradScaler):
         __doc__ = torch.cuda.amp.GradScaler.__doc__
+        _redirected_api = "torch.cuda.amp.GradScaler"
 
-        def __init__(
-            self,
-            init_scale: float = SCALER.init_scale,
-            growth_factor: float = SCALER.growth_factor,
-            backoff_factor: float = SCALER.backoff_factor,
-            growth_interval: int = SCALER.growth_interval,
-            enabled: bool | None = None,
-        ) -> None:
-            rec.hit("torch.cuda.amp.GradScaler")
-            if enabled is None:
-                enabled = enabled_by_backend(init_scale, growth_factor, backoff_factor, growth_interval)
-            super().__init__(b.device_type, init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__("cuda", *args, **kwargs)
 
+    signature = inspect.signature(GradScaler)
+    CudaAmpGradScaler.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[p for p in signature.parameters.values() if p.name != "device"]
+    )
     CudaAmpGradScaler.__module__ = "torch.cuda.amp"
     CudaAmpGradScaler.__name__ = CudaAmpGradScaler.__qualname__ = "GradScaler"
     add(torch.cuda.amp, "GradScaler", CudaAmpGradScaler, "torch.cuda.amp.GradScaler", port_hint("torch.cuda.amp.GradScaler"))

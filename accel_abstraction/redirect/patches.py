@@ -14,9 +14,10 @@ from typing import Any
 
 from .spec import Redirect
 
-__all__ = ["Patcher"]
+__all__ = ["ABSENT", "Patcher"]
 
-_ABSENT = object()
+#: The marker :meth:`Patcher.saved` gives for an attribute the target only inherited (nothing to restore).
+ABSENT = object()
 
 
 class Patcher:
@@ -36,7 +37,7 @@ class Patcher:
     def install(self, redirects: Iterable[Redirect]) -> None:
         try:
             for r in redirects:
-                original = vars(r.target).get(r.name, _ABSENT)
+                original = vars(r.target).get(r.name, ABSENT)
                 setattr(r.target, r.name, r.replacement)
                 self._saved.append((r.target, r.name, original))
         except BaseException:
@@ -46,10 +47,9 @@ class Patcher:
     def undo(self) -> None:
         while self._saved:
             target, name, original = self._saved.pop()
-            if original is _ABSENT:
+            if original is ABSENT:
                 delattr(target, name)
             else:
                 setattr(target, name, original)
 
 
-ABSENT = _ABSENT

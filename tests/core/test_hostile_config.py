@@ -44,19 +44,11 @@ def test_non_utf8_pyproject_is_a_config_error_naming_file_and_line(
 
 
 def test_unreadable_pyproject_is_a_config_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], unreadable_pyproject: None
 ) -> None:
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text('[tool.accel]\nbackend = "cpu"\n')
     monkeypatch.chdir(tmp_path)
-    real_open = Path.open
-
-    def denied(self: Path, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
-        if self.name == "pyproject.toml":  # what chmod 000 does for a non-root user
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_open(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(Path, "open", denied)
     with pytest.raises(ConfigError) as info:
         AccelSettings.load()
     assert str(info.value).startswith(f"{pyproject}: cannot read the configuration file (Permission denied)")

@@ -22,8 +22,7 @@ def _neuron_spec():
 @pytest.mark.parametrize("spec_name", ["core", "distributed", "neuron"])
 def test_the_models_fields_and_defaults_are_the_specs(spec_name: str, tmp_path: Path, monkeypatch) -> None:
     spec = {"core": CORE, "distributed": DIST}.get(spec_name) or _neuron_spec()
-    module, _, name = spec.model.partition(":")
-    model = getattr(__import__(module, fromlist=[name]), name)
+    model = spec.model_class
     assert set(model.model_fields) == set(spec.defaults)
     assert model.section == spec.section and model.env_prefix() == spec.env_prefix
     monkeypatch.chdir(tmp_path)  # no pyproject.toml: every value is the default

@@ -94,6 +94,17 @@ class _Recorder:
         self.calls.append(("init", kwargs))
 
 
+def _recorded_init(monkeypatch: pytest.MonkeyPatch, **kwargs: Any) -> tuple[_Recorder, Any]:
+    """``accel.init_distributed(**kwargs)`` on cpu with a :class:`_Recorder` for backend and torch; no group is made."""
+    with accel.using("cpu"):
+        rec = _Recorder()
+        monkeypatch.setattr(dist_init, "_selected_backend", lambda: rec)
+        monkeypatch.setattr(dist_init.dist, "init_process_group", rec.init_process_group)
+        info = accel.init_distributed(**kwargs)
+    dist_init._info = None  # no real group was made
+    return rec, info
+
+
 def test_backend_hooks_run_around_init_with_device_id(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RANK", "3")
     monkeypatch.setenv("WORLD_SIZE", "4")
@@ -104,11 +115,7 @@ def test_backend_hooks_run_around_init_with_device_id(monkeypatch: pytest.Monkey
     monkeypatch.setenv("MASTER_PORT", "1234")
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "x")
     monkeypatch.setenv("ACCEL_DIST_TIMEOUT", "42")
-    with accel.using("cpu"):
-        rec = _Recorder()
-        monkeypatch.setattr(dist_init, "_selected_backend", lambda: rec)
-        monkeypatch.setattr(dist_init.dist, "init_process_group", rec.init_process_group)
-        info = accel.init_distributed()
+    rec, info = _recorded_init(monkeypatch)
     assert [c[0] for c in rec.calls] == ["before", "init", "after"]
     assert rec.calls[0][1] == rec.calls[2][1] == 1
     kwargs = rec.calls[1][1]
@@ -119,32 +126,21 @@ def test_backend_hooks_run_around_init_with_device_id(monkeypatch: pytest.Monkey
     assert (info.rank, info.local_rank, info.node_rank, info.launcher) == (3, 1, 1, "torchrun")
     assert info.device == torch.device("meta", 1)
     assert not info.is_main_process
-    dist_init._info = None  # no real group was made
 
 
 def test_keyword_overrides_beat_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     _launch_env(monkeypatch, 0, 2, 5555)
     monkeypatch.setenv("ACCEL_DIST_BACKEND", "nonexistent")
     monkeypatch.setenv("ACCEL_DIST_INIT_METHOD", "tcp://127.0.0.1:1")
-    with accel.using("cpu"):
-        rec = _Recorder()
-        monkeypatch.setattr(dist_init, "_selected_backend", lambda: rec)
-        monkeypatch.setattr(dist_init.dist, "init_process_group", rec.init_process_group)
-        accel.init_distributed(backend="gloo", init_method="tcp://127.0.0.1:7", timeout=9)
+    rec, _ = _recorded_init(monkeypatch, backend="gloo", init_method="tcp://127.0.0.1:7", timeout=9)
     kwargs = rec.calls[1][1]
     assert (kwargs["backend"], kwargs["init_method"], kwargs["timeout"]) == ("gloo", "tcp://127.0.0.1:7", timedelta(seconds=9))
-    dist_init._info = None
 
 
 def test_a_device_map_of_libraries_is_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
     _launch_env(monkeypatch, 0, 2, 5555)
-    with accel.using("cpu"):
-        rec = _Recorder()
-        monkeypatch.setattr(dist_init, "_selected_backend", lambda: rec)
-        monkeypatch.setattr(dist_init.dist, "init_process_group", rec.init_process_group)
-        info = accel.init_distributed(backend="cpu:gloo,meta:gloo")
+    rec, info = _recorded_init(monkeypatch, backend="cpu:gloo,meta:gloo")
     assert rec.calls[1][1]["backend"] == info.backend == "cpu:gloo,meta:gloo"
-    dist_init._info = None
 
 
 def test_unknown_collective_library_names_its_source(monkeypatch: pytest.MonkeyPatch) -> None:

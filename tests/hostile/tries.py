@@ -25,6 +25,10 @@ The classes of tries (``--list`` names them all):
 
 Exit status 0 when every try is clean. Nothing is downloaded; everything happens under a
 temporary folder (``--keep`` keeps it).
+
+Why one script of ~870 lines: it runs on its own, outside the test package (``test_tries_sample``
+starts it as a subprocess), and every try is a small function next to the setup and verdict
+helpers (``World``, ``Verdict``) all tries share; split, one try would be read across files.
 """
 
 from __future__ import annotations
@@ -221,7 +225,7 @@ def debris(folder: Path) -> list[str]:
 
 def torch_state(world: World, site: Path) -> str:
     """``stock``, ``patched``, ``mixed`` (each file whole, some of each) or ``broken``."""
-    from accel_abstraction.patching.apply import patched_texts
+    from accel_abstraction.patching.check import patched_texts
 
     patched = {rel: hashlib.sha256(new.encode()).hexdigest() for rel, (_, new) in patched_texts(world.series, world.torch_root).items()}
     stock = world.stock()

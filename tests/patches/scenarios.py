@@ -11,6 +11,10 @@ below or ``all``. The last stdout line is ``{"name": {observations}, ...}`` as J
 error a scenario expects is recorded as an observation; any other error fails the run.
 
 Distributed scenarios use a single-process gloo group on 127.0.0.1 only.
+
+Why one script of ~540 lines: it runs as a script in a fresh interpreter, under the overlay or
+not, so that what it imports is exactly what the overlay serves; each scenario is one
+registered function of a few dozen lines, looked up by name.
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def test_0013_an_optimizer_made_before_to_trains_the_moved_model_like_the_cpu(
         model.to(device)
         idx = torch.randint(0, 64, (3, 2, 9)).to(device)
         for batch in idx:
-            loss = F.cross_entropy(model(batch[:, :-1]).flatten(0, 1), batch[:, 1:].flatten())
+            loss = model(batch[:, :-1], batch[:, 1:].contiguous())
             opt.zero_grad()
             loss.backward()
             opt.step()

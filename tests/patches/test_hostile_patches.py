@@ -38,7 +38,7 @@ def test_non_utf8_patch_file_is_one_error_naming_it(
     for command in (["check"], ["apply", "--target", str(tmp_path / "o")]):
         assert patches_main(command) == 2
         err = _error_line(capsys)
-        assert f"{victim}:" in err and "not UTF-8 (byte 0xe8" in err
+        assert f"{victim}:" in err and "not UTF-8 text (byte 0xe8" in err
     assert not (tmp_path / "o").exists()
 
 

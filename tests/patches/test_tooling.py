@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from accel_abstraction.patching import HunkMismatchError, PatchError, TorchVersionMismatchError
-from accel_abstraction.patching.apply import MANIFEST, check_series, patched_texts, wheel_copy
+from accel_abstraction.patching.apply import MANIFEST
+from accel_abstraction.patching.check import check_series, patched_texts, wheel_copy
 from accel_abstraction.patching.cli import main as patches_main
 from accel_abstraction.patching.series import load_series
 from accel_abstraction.patching.unidiff import apply_file_diff, parse_diff

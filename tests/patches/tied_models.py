@@ -7,6 +7,11 @@ Shared by the patch scenarios (``scenarios.py``, run as a script: import it as
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+import types
+from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -14,42 +19,25 @@ from torch import nn
 VOCAB, WIDTH, HEADS, CONTEXT = 64, 32, 4, 16
 
 
-class Block(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.ln_1 = nn.LayerNorm(WIDTH)
-        self.attn = nn.Linear(WIDTH, 3 * WIDTH)
-        self.proj = nn.Linear(WIDTH, WIDTH)
-        self.ln_2 = nn.LayerNorm(WIDTH)
-        self.mlp = nn.Sequential(nn.Linear(WIDTH, 4 * WIDTH), nn.GELU(), nn.Linear(4 * WIDTH, WIDTH))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, c = x.shape
-        q, k, v = self.attn(self.ln_1(x)).split(c, dim=2)
-        q, k, v = (z.view(b, t, HEADS, c // HEADS).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, c)
-        x = x + self.proj(y)
-        return x + self.mlp(self.ln_2(x))
+def _tinygpt() -> types.ModuleType:
+    """``tests/redirect/scripts/tinygpt.py``, the GPT of the redirect scripts (they import it as a
+    top-level module from their folder, so it is loaded here by its path)."""
+    path = Path(__file__).resolve().parent.parent / "redirect" / "scripts" / "tinygpt.py"
+    if "tests_tinygpt" not in sys.modules:  # registered, so that its classes pickle
+        spec = importlib.util.spec_from_file_location("tests_tinygpt", path)
+        assert spec is not None and spec.loader is not None, path
+        sys.modules["tests_tinygpt"] = module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return sys.modules["tests_tinygpt"]
 
 
-class TiedLM(nn.Module):
-    """GPT-2's shape: token + position embeddings, pre-norm blocks, ``lm_head.weight = wte.weight``."""
+class TiedLM(_tinygpt().GPT):  # type: ignore[misc]
+    """GPT-2's shape (tinygpt's ``GPT``: token + position embeddings, pre-norm blocks) with
+    ``lm_head.weight = wte.weight``. ``model(idx, targets)`` is the cross-entropy loss."""
 
     def __init__(self, layers: int = 2) -> None:
-        super().__init__()
-        self.wte = nn.Embedding(VOCAB, WIDTH)
-        self.wpe = nn.Embedding(CONTEXT, WIDTH)
-        self.blocks = nn.ModuleList(Block() for _ in range(layers))
-        self.ln_f = nn.LayerNorm(WIDTH)
-        self.lm_head = nn.Linear(WIDTH, VOCAB, bias=False)
+        super().__init__(VOCAB, CONTEXT, WIDTH, HEADS, layers)
         self.lm_head.weight = self.wte.weight
-
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        pos = torch.arange(idx.shape[1], device=idx.device)
-        x = self.wte(idx) + self.wpe(pos)
-        for block in self.blocks:
-            x = block(x)
-        return self.lm_head(self.ln_f(x))
 
 
 class LazyNet(nn.Module):
@@ -75,8 +63,7 @@ def train_tied_lm(device: str | torch.device, steps: int = 4, seed: int = 0) -> 
     data = torch.randint(0, VOCAB, (steps, 4, CONTEXT + 1))
     losses = []
     for batch in data.to(device):
-        logits = model(batch[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, VOCAB), batch[:, 1:].reshape(-1))
+        loss = model(batch[:, :-1], batch[:, 1:].contiguous())
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -4,6 +4,11 @@ Each runs unchanged under ``accel run`` on the cpu backend and on the emulated n
 device, and must print the losses of its hand-ported twin (``scripts/*_ported.py``, which
 uses ``accel.*``) run on the same backend. The pair runs concurrently. Multi-process
 runs use 127.0.0.1 and a port of their own, and a timeout.
+
+The twins are written by a person, not generated with ``accel port`` at test time: they are
+an oracle independent of both the porter and the redirect (which read the same CUDA -> accel
+tables, so a mistake in a table would pass a generated twin), and ``gpt_cuda.py`` has sites
+no tool ports (CUDA events, NVTX ranges, device properties).
 """
 
 from __future__ import annotations

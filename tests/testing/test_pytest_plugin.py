@@ -41,6 +41,13 @@ def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.
     return pytester
 
 
+@pytest.fixture
+def fixture_suite(suite: pytest.Pytester) -> pytest.Pytester:
+    """:func:`suite` holding :data:`FIXTURE_TESTS` (a test using each fixture, and a plain one)."""
+    suite.makepyfile(FIXTURE_TESTS)
+    return suite
+
+
 FIXTURE_TESTS = """
 import torch
 import accel_abstraction as accel
@@ -55,27 +62,24 @@ def test_plain():
 """
 
 
-def test_fixtures_default_to_cpu(suite: pytest.Pytester) -> None:
-    suite.makepyfile(FIXTURE_TESTS)
-    result = suite.runpytest("-v")
+def test_fixtures_default_to_cpu(fixture_suite: pytest.Pytester) -> None:
+    result = fixture_suite.runpytest("-v")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_selected[[]cpu[]] PASSED*", "*test_plain PASSED*"])
 
 
-def test_fixtures_are_parametrized_over_the_option(suite: pytest.Pytester) -> None:
-    suite.makepyfile(FIXTURE_TESTS)
-    result = suite.runpytest("-v", "--accel-backend=cpu,fakecpu")
+def test_fixtures_are_parametrized_over_the_option(fixture_suite: pytest.Pytester) -> None:
+    result = fixture_suite.runpytest("-v", "--accel-backend=cpu,fakecpu")
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["*test_selected[[]cpu[]] PASSED*", "*test_selected[[]fakecpu[]] PASSED*"])
     result.stdout.fnmatch_lines(["accel backends: cpu, fakecpu"])
 
 
 def test_environment_variable_selects_backends(
-    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    fixture_suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    suite.makepyfile(FIXTURE_TESTS)
     monkeypatch.setenv("ACCEL_TEST_BACKENDS", "fakecpu")
-    result = suite.runpytest("-v")
+    result = fixture_suite.runpytest("-v")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_selected[[]fakecpu[]] PASSED*"])
 
@@ -95,18 +99,16 @@ def test_selection_is_restored_after_the_test(suite: pytest.Pytester) -> None:
     suite.runpytest("--accel-backend=fakecpu", "-p", "no:randomly").assert_outcomes(passed=2)
 
 
-def test_unavailable_backend_is_skipped_with_the_plugins_reason(suite: pytest.Pytester) -> None:
-    suite.makepyfile(FIXTURE_TESTS)
-    result = suite.runpytest("-rs", "--accel-backend=cpu,fakeacc")
+def test_unavailable_backend_is_skipped_with_the_plugins_reason(fixture_suite: pytest.Pytester) -> None:
+    result = fixture_suite.runpytest("-rs", "--accel-backend=cpu,fakeacc")
     result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines(
         ["SKIPPED*backend 'fakeacc' is not available: the fake accelerator is unplugged"]
     )
 
 
-def test_unknown_backend_fails_and_lists_known_ones(suite: pytest.Pytester) -> None:
-    suite.makepyfile(FIXTURE_TESTS)
-    result = suite.runpytest("--accel-backend=fakcpu")
+def test_unknown_backend_fails_and_lists_known_ones(fixture_suite: pytest.Pytester) -> None:
+    result = fixture_suite.runpytest("--accel-backend=fakcpu")
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
         ["*unknown backend 'fakcpu'*known backends:*fakecpu*Did you mean 'fakecpu'?*"]
@@ -179,10 +181,9 @@ def test_a_test_can_pin_its_backends(suite: pytest.Pytester) -> None:
 
 
 def test_a_configured_fallback_does_not_stand_in_for_the_backend(
-    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    fixture_suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    suite.makepyfile(FIXTURE_TESTS)
     monkeypatch.setenv("ACCEL_FALLBACK", "cpu")
-    result = suite.runpytest("-rs", "-W", "ignore::RuntimeWarning", "--accel-backend=fakeacc")
+    result = fixture_suite.runpytest("-rs", "-W", "ignore::RuntimeWarning", "--accel-backend=fakeacc")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["SKIPPED*backend 'fakeacc' is not available: the fake accelerator is unplugged"])

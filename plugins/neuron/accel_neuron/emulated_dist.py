@@ -33,6 +33,10 @@ Local rank ``r`` uses ``neuron:r`` (as on Trainium, where the device index is ``
 creating the group makes that device current, unless the process already chose or used
 a device (``torch.neuron.is_initialized()``, the rule ``init_device_mesh`` follows too).
 With fewer emulated devices than local ranks, ranks share them (``r % device_count``).
+
+Why one module of ~400 lines: it is one :class:`torch.distributed.ProcessGroup` subclass.
+torch calls each collective by its name on that class, and each is a few lines handing its
+tensors to the one staging step; the staging helpers serve only that step.
 """
 
 from __future__ import annotations

@@ -1,33 +1,54 @@
-"""The neuron plugin's settings: ``[tool.accel.neuron]`` / ``ACCEL_NEURON_*``.
+"""The neuron plugin's settings: ``[tool.accel.neuron]`` / ``ACCEL_NEURON_*``, declared once.
 
-:data:`NEURON` declares the section (its defaults are written only there);
-:class:`NeuronSettings` (pydantic, in :mod:`._settings_model`) validates it when anything
-sets a value. ``NEURON.load()`` needs no pydantic import when nothing is set.
+``emulate = true`` (``ACCEL_NEURON_EMULATE=1``) runs the neuron device as a CPU emulation. It
+is never chosen on its own: without it, ``neuron`` needs AWS's TorchNeuron (``torch_neuronx``)
+and visible NeuronCores.
+
+``emulate_devices = N`` (``ACCEL_NEURON_EMULATE_DEVICES=N``) is how many devices the emulation
+shows (``neuron:0`` .. ``neuron:N-1``, default 2); a Trainium instance has 2 to 128 logical
+NeuronCores.
+
+``keep_tied_parameters = false`` (``ACCEL_NEURON_KEEP_TIED_PARAMETERS=0``) leaves
+``torch.nn.Module._apply`` as torch ships it (e.g. when torch is patched instead).
+
+:data:`NEURON` holds each field's type, default, meaning and limits. ``NEURON.load()`` needs no
+pydantic import when nothing is set; when something is, the validating model
+(:class:`NeuronSettings`) is built from this declaration.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from accel_abstraction.sections import SectionSpec
+from accel_abstraction.sections import Setting, declare
 
 if TYPE_CHECKING:
-    from ._settings_model import NeuronSettings
+    from accel_abstraction.settings import ConfigSection
+
+    NeuronSettings: type[ConfigSection]  # the module's __getattr__ builds it
 
 __all__ = ["NEURON", "NeuronSettings"]
 
 #: ``[tool.accel.neuron]`` / ``ACCEL_NEURON_*``.
-NEURON = SectionSpec(
-    section="neuron",
-    env_prefix="ACCEL_NEURON_",
-    defaults={"emulate": False, "emulate_devices": 2, "keep_tied_parameters": True},
-    model="accel_neuron._settings_model:NeuronSettings",
+NEURON = declare(
+    "neuron",
+    "ACCEL_NEURON_",
+    {
+        "emulate": Setting(bool, False, "Run the neuron device as a CPU emulation (CI, laptops)."),
+        "emulate_devices": Setting(
+            int, 2, "How many emulated devices (neuron:0 .. neuron:N-1) the emulation shows.", {"ge": 1, "le": 128}
+        ),
+        "keep_tied_parameters": Setting(
+            bool,
+            True,
+            "While neuron is selected, Module.to()/.cpu() keep tied parameters tied and lazy parameters "
+            "lazy (stock torch 2.13 breaks both on every PrivateUse1 device); see the plugin README.",
+        ),
+    },
 )
 
 
 def __getattr__(name: str) -> Any:
-    if name == "NeuronSettings":
-        from ._settings_model import NeuronSettings
-
-        return NeuronSettings
+    if name == "NeuronSettings":  # the pydantic model, built on first access (imports pydantic)
+        return NEURON.model_class
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

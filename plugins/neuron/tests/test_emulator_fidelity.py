@@ -87,12 +87,17 @@ def test_lstm_dropout_draws_from_the_device_generator() -> None:
     assert torch.equal(expected, neuron(x.to("neuron"))[0].cpu())
 
 
-def test_packed_sequence_lstm_matches_the_cpu() -> None:
+def _recurrent_twins(layer: type[nn.RNNBase], device: str) -> tuple[nn.RNNBase, nn.RNNBase, torch.Tensor]:
+    """One recurrent layer (3 -> 4) on the CPU and a copy on ``device``, and a (5, 2, 3) CPU input."""
     torch.manual_seed(0)
-    cpu = nn.LSTM(3, 4)
-    neuron = nn.LSTM(3, 4).to("neuron")
-    neuron.load_state_dict(cpu.state_dict())
-    x = torch.randn(5, 2, 3)
+    cpu = layer(3, 4)
+    on_device = layer(3, 4).to(device)
+    on_device.load_state_dict(cpu.state_dict())
+    return cpu, on_device, torch.randn(5, 2, 3)
+
+
+def test_packed_sequence_lstm_matches_the_cpu() -> None:
+    cpu, neuron, x = _recurrent_twins(nn.LSTM, "neuron")
     outs = []
     for m, dev in ((cpu, "cpu"), (neuron, "neuron")):
         packed = nn.utils.rnn.pack_padded_sequence(x.to(dev), torch.tensor([5, 3]))
@@ -104,11 +109,7 @@ def test_packed_sequence_lstm_matches_the_cpu() -> None:
 
 
 def test_recurrent_layer_on_a_second_device_stays_there() -> None:
-    torch.manual_seed(0)
-    cpu = nn.GRU(3, 4)
-    neuron = nn.GRU(3, 4).to("neuron:1")
-    neuron.load_state_dict(cpu.state_dict())
-    x = torch.randn(5, 2, 3)
+    cpu, neuron, x = _recurrent_twins(nn.GRU, "neuron:1")
     out = neuron(x.to("neuron:1"))[0]
     out.sum().backward()
     cpu(x)[0].sum().backward()
