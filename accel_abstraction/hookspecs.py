@@ -97,13 +97,15 @@ def accel_env_info(backend: Backend) -> list[tuple[str, str]] | None:
 
 @hookspec
 def accel_scan_rules(register: Callable[[Any], None]) -> None:
-    """Add coupling rules to ``accel scan`` by calling ``register(rule)``.
+    """Add porting rules to ``accel scan`` and ``accel port`` by calling ``register(rule)``.
 
-    ``rule`` is an :class:`accel_abstraction.porting.rules.Rule`. Called once per scan
-    run, before any file is read, plugin by plugin: a plugin that raises or registers
-    something invalid (not a ``Rule``, matching nothing, a code already taken) contributes
-    no rules and a warning names it; the other plugins' rules are used. Rule codes must be
-    unique and stable: they appear in suppression comments and CI configurations.
+    ``rule`` is an :class:`accel_abstraction.porting.rules.Rule`: what it finds, and (a
+    matcher returning a ``Match`` with a fix) how ``accel port`` rewrites it. The built-in
+    rules come through this hook too. Called once per scan or port run, before any file is
+    read, plugin by plugin: a plugin that raises or registers something invalid (not a
+    ``Rule``, matching nothing, a code already taken) contributes no rules and a warning
+    names it; the other plugins' rules are used. Rule codes must be unique and stable: they
+    appear in suppression comments and CI configurations.
     """
 
 

@@ -3,15 +3,19 @@
 This package is the one place in accel-abstraction that knows about CUDA: its rules
 exist to find it.  Modules, one job each:
 
-- :mod:`.mapping`: the mapping table, CUDA API -> portable replacement (drives scanner,
-  codemod, the redirect's hints and the docs table).
-- :mod:`.rules`: the :class:`Rule` type and the built-in rule table (codes, categories).
+- :mod:`.rules`: one file per rule (``rules/accNNN_*.py``): what it finds (its CUDA API rows,
+  its callees' checks, its matcher), its typed fix, its examples; :mod:`.rules.base` the
+  :class:`Rule` type; built-in and plugin rules come through the ``accel_scan_rules`` hook.
+- :mod:`.apis` / :mod:`.mapping`: one row of the CUDA API table / the table, gathered from the
+  rules (scanner, codemod, the redirect's hints and the docs table read it).
+- :mod:`.fixes`, :mod:`.cst_edit`: typed fixes and the libcst pieces they are built from.
 - :mod:`.aliases`: import resolution (``import torch.cuda as tc``).
-- :mod:`.scanner`: the :mod:`ast` analysis of one file.
+- :mod:`.scanner` (traversal), :mod:`.context` (per-file state), :mod:`.apichecks` (table-driven
+  checks), :mod:`.devices` / :mod:`.guards` (values in device positions, ast helpers).
 - :mod:`.findings`: plain-data results.
-- :mod:`.codemod`: libcst rewriting of one file.
+- :mod:`.codemod`: libcst rewriting of one file; :mod:`.imports`: its import edits.
 - :mod:`.settings`: ``[tool.accel.scan]`` selection.
-- :mod:`.runner`: files, plugins, process pool, progress.
+- :mod:`.runner`: rules, files, process pool, progress; :mod:`.apply`: porting files on disk.
 - :mod:`.report`: text, JSON and SARIF output.
 - :mod:`.cli`: the ``scan`` and ``port`` subcommands.
 """
@@ -22,7 +26,8 @@ from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from .codemod import PortResult, port_source
-    from .findings import FileResult, Finding, Fix
+    from .findings import FileResult, Finding
+    from .fixes import Fix
     from .rules import BUILTIN_RULES, CATEGORIES, Rule
     from .scanner import scan_source
 
@@ -35,7 +40,7 @@ __getattr__ = lazy_getattr(
         "port_source": "codemod",
         "FileResult": "findings",
         "Finding": "findings",
-        "Fix": "findings",
+        "Fix": "fixes",
         "BUILTIN_RULES": "rules",
         "CATEGORIES": "rules",
         "Rule": "rules",

@@ -9,16 +9,19 @@ a hidden temporary file next to the target (``.NAME.XXXX.accel-port``), then
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import glob
 import os
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import safe_io
 from .notebooks import PORT_REFUSAL
-from .runner import map_files, read_source
+from .rules import Rule
+from .runner import map_files, read_source, rules_in_worker, worker_loads_rules
 
 if TYPE_CHECKING:
     from .codemod import PortResult
@@ -94,19 +97,31 @@ def remove_leftovers(path: Path) -> list[str]:
     return removed
 
 
-def port_file(
-    path: Path,
-    enabled: Callable[[str], bool] | None = None,
-    write: bool = False,
-    roots: Sequence[Path] | None = None,
-    follow_links: bool = False,
-) -> PortResult:
-    """Port one file; with ``write`` the file is replaced only when the output changed and parses.
+@dataclass(frozen=True)
+class PortOptions:
+    """How :func:`port_file` ports and writes.
 
-    Every failure comes back as ``error`` (the file is then unchanged on disk). With
-    ``roots`` (the resolved folders being ported), a file that is a symlink leaving them or
-    has other hard links is not written (``error`` says why) unless ``follow_links``: then
-    a symlink is written through and a hard-linked file is overwritten keeping its inode.
+    Attributes:
+        enabled: ``enabled(code)`` filters the rules (selection; picklable for a process pool).
+        write: replace the file when the output changed and parses.
+        roots: the resolved folders being ported: a file that is a symlink leaving them or has
+            other hard links is not written (``error`` says why) unless ``follow_links``: then
+            a symlink is written through and a hard-linked file is overwritten keeping its inode.
+        follow_links: see ``roots``.
+        rules: the rules to port with (:func:`~.runner.load_rules`; default: the built-in ones).
+    """
+
+    enabled: Callable[[str], bool] | None = None
+    write: bool = False
+    roots: Sequence[Path] | None = None
+    follow_links: bool = False
+    rules: Sequence[Rule] | None = None
+
+
+def port_file(path: Path, options: PortOptions = PortOptions()) -> PortResult:
+    """Port one file; with ``options.write`` the file is replaced only when the output changed and parses.
+
+    Every failure comes back as ``error`` (the file is then unchanged on disk).
     """
     from .codemod import PortResult, port_source  # needs libcst: the `port` extra, not `accel scan`
 
@@ -117,13 +132,13 @@ def port_file(
     except (OSError, UnicodeDecodeError, SyntaxError) as exc:
         return PortResult(str(path), "", "", error=f"{path}: cannot read: {exc}")
     # Keep the file's own newlines: read_source decodes bytes, so "\r\n" survives as is.
-    result = port_source(source, str(path), enabled)
-    if write:
+    result = port_source(source, str(path), options.enabled, rules=options.rules)
+    if options.write:
         try:
             result.cleaned = remove_leftovers(path)
             if result.error is None and result.changed:
-                problem = link_problem(path, roots) if roots is not None else ""
-                if problem and not follow_links:
+                problem = link_problem(path, options.roots) if options.roots is not None else ""
+                if problem and not options.follow_links:
                     result.error = f"{path}: not written: {problem}; pass --follow-links to write it"
                 elif problem.startswith("one of"):
                     write_in_place(path, result.output, encoding)
@@ -139,16 +154,10 @@ def port_file(
     return result
 
 
-def port_file_safely(
-    path: Path,
-    enabled: Callable[[str], bool] | None = None,
-    write: bool = False,
-    roots: Sequence[Path] | None = None,
-    follow_links: bool = False,
-) -> PortResult:
+def port_file_safely(path: Path, options: PortOptions = PortOptions()) -> PortResult:
     """:func:`port_file`, with a bug in porting one file turned into that file's error (unchanged on disk)."""
     try:
-        return port_file(path, enabled, write=write, roots=roots, follow_links=follow_links)
+        return port_file(path, options)
     except Exception as exc:  # noqa: BLE001 - one file's bug must not leave the tree half ported unreported
         from .codemod import PortResult
 
@@ -156,38 +165,30 @@ def port_file_safely(
         return PortResult(str(path), "", "", error=error)
 
 
-# Worker-process state, set by _init_port_worker: (enabled, write, roots, follow_links).
-_worker_options: tuple[Callable[[str], bool] | None, bool, Sequence[Path] | None, bool] = (None, False, None, False)
+# Worker-process state, set by _init_port_worker.
+_worker_options = PortOptions()
 
 
-def _init_port_worker(
-    enabled: Callable[[str], bool] | None, write: bool, roots: Sequence[Path] | None, follow_links: bool
-) -> None:
+def _init_port_worker(options: PortOptions, load_rules: bool) -> None:
     global _worker_options
-    _worker_options = (enabled, write, roots, follow_links)
+    _worker_options = dataclasses.replace(options, rules=rules_in_worker(load_rules))
 
 
 def _port_in_worker(path: Path) -> PortResult:
-    return port_file_safely(path, *_worker_options)
+    return port_file_safely(path, _worker_options)
 
 
 def port_paths(
-    files: Sequence[Path],
-    enabled: Callable[[str], bool] | None = None,
-    write: bool = False,
-    jobs: int | None = None,
-    progress: bool = False,
-    roots: Sequence[Path] | None = None,
-    follow_links: bool = False,
+    files: Sequence[Path], options: PortOptions = PortOptions(), jobs: int | None = None, progress: bool = False
 ) -> Iterator[PortResult]:
-    """Port ``files``, in order, as :func:`~.runner.scan_paths` scans them (a process pool for
-    large trees, ``jobs`` workers; ``enabled`` must then be picklable). ``roots`` and
-    ``follow_links`` as for :func:`port_file`."""
+    """Port ``files``, in order, as :func:`~.runner.scan_paths` scans them (a process pool of
+    ``jobs`` workers for large trees, which load plugin rules through the hook themselves)."""
+    shipped = dataclasses.replace(options, rules=None)  # plugin matchers need not be picklable
     return map_files(
         files,
-        lambda path: port_file_safely(path, enabled, write, roots, follow_links),
+        lambda path: port_file_safely(path, options),
         _port_in_worker,
-        (_init_port_worker, (enabled, write, roots, follow_links)),
+        (_init_port_worker, (shipped, worker_loads_rules(options.rules))),
         jobs,
         "porting" if progress else None,
     )

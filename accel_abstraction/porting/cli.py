@@ -18,9 +18,9 @@ from ..errors import ConfigError
 from ..safe_io import atomic_write, dir_lock
 from ..settings import find_pyproject
 from . import cli_options, report
-from .apply import port_paths, unified_diff
-from .rules import BUILTIN_RULES, Rule
-from .runner import iter_python_files, load_plugin_rules, scan_paths, want_progress
+from .apply import PortOptions, port_paths, unified_diff
+from .rules import Rule
+from .runner import iter_python_files, load_rules, scan_paths, want_progress
 from .settings import Selection, build_selection, load_settings
 
 if TYPE_CHECKING:
@@ -101,12 +101,12 @@ def _prepare(args: argparse.Namespace) -> tuple[list[Path], tuple[Rule, ...], Se
         raise ConfigError(f"--config {args.config} {what}; pass a pyproject.toml file")
     pyproject = args.config or find_pyproject(args.paths[0])
     settings = load_settings(pyproject, select=_split(args.select), ignore=_split(args.ignore))
-    plugin_rules = load_plugin_rules()
+    rules = load_rules()
     source = f"[tool.accel.scan] in {pyproject} or --select/--ignore" if pyproject else "--select/--ignore"
-    selection = build_selection(settings, BUILTIN_RULES + plugin_rules, source)
+    selection = build_selection(settings, rules, source)
     root = pyproject.parent.resolve() if pyproject else None
     files = list(iter_python_files(args.paths, settings.exclude, root))
-    return files, plugin_rules, selection
+    return files, rules, selection
 
 
 def _check_output(path: Path) -> None:
@@ -123,13 +123,13 @@ def _check_output(path: Path) -> None:
 def run_scan(args: argparse.Namespace) -> int:
     if args.output:
         _check_output(args.output)
-    files, plugin_rules, selection = _prepare(args)
+    files, rules, selection = _prepare(args)
     progress = want_progress(args.progress, len(files))
-    results = scan_paths(files, plugin_rules, selection, args.jobs, progress, strict=args.check)
+    results = scan_paths(files, rules, selection, args.jobs, progress, strict=args.check)
     if args.format == "json":
         text = report.to_json(results)
     elif args.format == "sarif":
-        text = report.to_sarif(results, BUILTIN_RULES + plugin_rules)
+        text = report.to_sarif(results, rules)
     else:
         text = report.to_text(results)
     if args.output:
@@ -154,28 +154,26 @@ def run_scan(args: argparse.Namespace) -> int:
 def run_port(args: argparse.Namespace) -> int:
     from . import codemod  # noqa: F401  # needs libcst (the `port` extra): one error line here, not one per file
 
-    files, _plugin_rules, selection = _prepare(args)
+    files, rules, selection = _prepare(args)
     write = args.write and not args.check
     if not write:
-        return _port(args, files, selection, False, [])
+        return _port(args, files, PortOptions(selection, rules=rules))
     roots = sorted({(p if p.is_dir() else p.parent).resolve() for p in args.paths})
     with contextlib.ExitStack() as locks:
         for root in roots:  # sorted: two runs take overlapping locks in one order
             locks.enter_context(dir_lock(root, "accel port --write"))
-        return _port(args, files, selection, True, roots)
+        return _port(args, files, PortOptions(selection, True, roots, args.follow_links, rules))
 
 
-def _port(args: argparse.Namespace, files: list[Path], selection: Selection, write: bool, roots: list[Path]) -> int:
+def _port(args: argparse.Namespace, files: list[Path], how: PortOptions) -> int:
     as_json = args.format == "json"
     changed = manual = 0
     failed: list[str] = []
     options: list[cli_options.CudaOption] = []
     entries: list[dict[str, object]] = []
     progress = want_progress(args.progress, len(files))
-    results = port_paths(
-        files, selection, write=write, jobs=args.jobs, progress=progress,
-        roots=roots or None, follow_links=args.follow_links,
-    )  # fmt: skip
+    results = port_paths(files, how, jobs=args.jobs, progress=progress)
+    write = how.write
     for result in results:
         path = result.path
         for leftover in result.cleaned:

@@ -11,34 +11,22 @@ become ``accel.device(...)``.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import re
+from typing import Literal
 
-from .findings import Fix
-from .guards import last_name, str_value
+from .fixes import Replace
+from .guards import CUDA_DEVICE, RANK_NAME, last_name, str_value
 from .reporting import Reporter
+from .rules import acc171_nccl_backend as acc171
+from .rules.acc103_runtime_device_string import DeviceFrom
+from .rules.acc104_integer_device import WrapDevice
 
-_CUDA_DEVICE = re.compile(r"^cuda(?::(\d+))?$")
-RANK_NAME = re.compile(
-    r"^(local_rank|rank|gpu|gpu_id|gpu_idx|gpu_index|device_id|device_idx|device_index|dev_id|cuda_device)$",
-    re.IGNORECASE,
-)
 _STRING_PREFIX = re.compile(r"^([rRuU]?)(['\"])cuda")
 _NVCC_FLAGS = ("-gencode", "--generate-code", "-arch=sm_", "--gpu-architecture")  # accel: ignore[ACC201]
 #: Variables read by CUDA and its libraries (cuBLAS, cuDNN, NCCL, ...), by name prefix.
 _CUDA_ENV_PREFIXES = ("CUDA_", "NCCL_", "CUDNN_", "CUBLAS_", "CUBLASLT_", "CUFFT_", "CURAND_", "CUSPARSE_", "NVIDIA_", "NVTE_")  # accel: ignore
 #: NVIDIA toolkit programs named as a string (``[nvcc, "-V"]`` built from ``os.path.join(CUDA_HOME, "bin", "nvcc")``).
 _NVIDIA_TOOL = re.compile(r"^(?:.*/)?(?:nvcc|cuobjdump|nvdisasm|nvprof|nvidia-smi)(?:\.exe)?(?:\s+-.*)?$")  # accel: ignore
-
-
-def arg_of(call: ast.Call, index: int, keyword: str) -> tuple[ast.AST | None, int | str]:
-    """The argument at ``index`` or named ``keyword``, and how to address it for ``drop``."""
-    if len(call.args) > index and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
-        return call.args[index], index
-    for kw in call.keywords:
-        if kw.arg == keyword:
-            return kw.value, keyword
-    return None, keyword
 
 
 class DeviceChecks(Reporter):
@@ -59,7 +47,7 @@ class DeviceChecks(Reporter):
             return
         value = str_value(node)
         if value is not None:
-            match = _CUDA_DEVICE.match(value)
+            match = CUDA_DEVICE.match(value)
             if match is None:
                 return
             self.done.add(id(node))
@@ -68,16 +56,16 @@ class DeviceChecks(Reporter):
                 text = "accel.device_type()" if index is None else f"str(accel.device({index}))"
             else:
                 text = "accel.device()" if index is None else f"accel.device({index})"
-            self.report(node, "ACC101", None, "replace", text, suggestion=text)
+            self.report(node, "ACC101", None, Replace(text=text), suggestion=text)
             return
         if self.runtime_string(node, string_typed):
             return
         if allow_int:
             if isinstance(node, ast.Constant) and type(node.value) is int:
                 text = f"accel.device({node.value})"
-                self.report(node, "ACC104", None, "replace", text, suggestion=text)
+                self.report(node, "ACC104", None, Replace(text=text), suggestion=text)
             elif isinstance(node, (ast.Name, ast.Attribute)) and RANK_NAME.match(last_name(node) or ""):
-                self.report(node, "ACC104", None, "wrap_device", suggestion=f"accel.device({last_name(node)})")
+                self.report(node, "ACC104", None, WrapDevice(), suggestion=f"accel.device({last_name(node)})")
 
     def runtime_string(self, node: ast.AST, string_typed: bool = True) -> bool:
         """``f"cuda:{i}"``, ``"cuda:{}".format(i)``, ``"cuda:%d" % i``, ``"cuda:" + str(i)``.
@@ -89,7 +77,7 @@ class DeviceChecks(Reporter):
         if id(node) in self.done:
             return True
         literal: ast.AST | None = None
-        simple_kind = None
+        simple_kind: Literal["fstring", "concat", "format"] | None = None
         if isinstance(node, ast.JoinedStr):
             head = str_value(node.values[0]) if node.values else None
             if head is None or not head.startswith("cuda:"):
@@ -102,7 +90,7 @@ class DeviceChecks(Reporter):
                 and values[1].conversion == -1
                 and values[1].format_spec is None
             ):
-                simple_kind = "device_from_fstring"
+                simple_kind = "fstring"
         elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
             left = str_value(node.left)
             if left is None or not (left == "cuda" or left.startswith("cuda:")):
@@ -116,19 +104,19 @@ class DeviceChecks(Reporter):
                 and last_name(right.func) == "str"
                 and len(right.args) == 1
             ):
-                simple_kind = "device_from_concat"
+                simple_kind = "concat"
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
             fmt = str_value(node.func.value)
             if fmt is None or not fmt.startswith("cuda:"):
                 return False
             literal = node.func.value
             if fmt == "cuda:{}" and len(node.args) == 1 and not node.keywords:
-                simple_kind = "device_from_format"
+                simple_kind = "format"
         else:
             return False
         self.done.add(id(node))
         if not string_typed and simple_kind is not None:
-            self.report(node, "ACC103", None, simple_kind)
+            self.report(node, "ACC103", None, DeviceFrom(shape=simple_kind))
             return True
         # Keep a string: rewrite only the leading "cuda" of the literal.
         if isinstance(node, ast.JoinedStr):
@@ -138,7 +126,7 @@ class DeviceChecks(Reporter):
                 self.report(node, "ACC103", "f-string")
                 return True
             text = match.group(0)[:-4] + "{accel.device_type()}" + segment[match.end() :]
-            self.report(node, "ACC103", None, "replace", text, suggestion="f\"{accel.device_type()}:...\"")
+            self.report(node, "ACC103", None, Replace(text=text), suggestion="f\"{accel.device_type()}:...\"")
             return True
         assert literal is not None
         segment = self.segment(literal) or ""
@@ -149,65 +137,12 @@ class DeviceChecks(Reporter):
         rest = match.group(1) + match.group(2) + segment[match.end() :]
         empty = rest[len(match.group(1)) :] in ('""', "''")
         text = "accel.device_type()" if empty else f"(accel.device_type() + {rest})"
-        self.report(node, "ACC103", None, "replace", text, fix_node=literal, suggestion="accel.device_type() + ...")
+        self.report(node, "ACC103", None, Replace(text=text), fix_node=literal, suggestion="accel.device_type() + ...")
         return True
-
-    def torch_device(self, node: ast.Call) -> None:
-        dev, where = arg_of(node, 0, "type")
-        value = str_value(dev)
-        if value is None:
-            if (isinstance(dev, ast.Constant) and type(dev.value) is int) or (
-                isinstance(dev, (ast.Name, ast.Attribute)) and RANK_NAME.match(last_name(dev) or "")
-            ):
-                if len(node.args) == 1 and not node.keywords:
-                    # torch.device(0) / torch.device(local_rank) mean a CUDA device
-                    inner = self.segment(dev)
-                    self.report(node, "ACC104", None, "replace", f"accel.device({inner})", suggestion=f"accel.device({inner})")
-                return
-            before = len(self.findings)
-            self.device_value(dev)
-            if len(node.args) == 1 and not node.keywords:
-                # torch.device(f"cuda:{i}") becomes accel.device(i), not torch.device(accel.device(i))
-                for i in range(before, len(self.findings)):
-                    found = self.findings[i]
-                    if found.fix is not None and found.fix.kind.startswith("device_from_"):
-                        wrapped = Fix(found.fix.kind, *self.span(node))
-                        self.findings[i] = dataclasses.replace(found, fix=wrapped)
-            return
-        match = _CUDA_DEVICE.match(value)
-        if match is None:
-            return
-        assert dev is not None
-        self.done.add(id(dev))
-        index, _ = arg_of(node, 1, "index")
-        if index is not None and value == "cuda":
-            self.report(node, "ACC102", None, "rename_call", "accel.device", drop=where)
-        elif index is None:
-            text = "accel.device()" if match.group(1) is None else f"accel.device({match.group(1)})"
-            self.report(node, "ACC101", None, "replace", text, suggestion=text)
-        else:
-            self.report(node, "ACC102", "index given twice")
 
     # ---- process-group backends
     def backend_value(self, node: ast.AST | None) -> None:
-        if isinstance(node, ast.IfExp):
-            self.backend_value(node.body)
-            self.backend_value(node.orelse)
-            return
-        value = str_value(node)
-        if node is None or value is None or "nccl" not in value.lower() or id(node) in self.done:
-            return
-        self.done.add(id(node))
-        if value.lower() == "nccl" and id(node) in self.compared:
-            # `args.dist_backend == "nccl"` asks "the accelerator's collective library?": on the cpu backend it
-            # keeps comparing with "nccl" (a program started there with --dist-backend gloo answers False, as before)
-            quote = (self.segment(node) or '"')[0]
-            self.report(node, "ACC171", None, "replace", "accel.dist_backend()", guard="value", otherwise=f"{quote}{value}{quote}",
-                        suggestion=f"accel.dist_backend() if accel.is_accelerator_available() else {value!r}")  # fmt: skip
-        elif value.lower() == "nccl":
-            self.report(node, "ACC171", None, "replace", "accel.dist_backend()")
-        else:
-            self.report(node, "ACC171", "backend string names nccl alongside others")
+        acc171.backend_value(self, node)  # type: ignore[arg-type]
 
     def device_ids(self, call: ast.Call, node: ast.AST, qualname: str | None) -> None:
         """``device_ids=[rank]`` outside DDP (``dist.barrier``): names a CUDA device."""
@@ -243,8 +178,8 @@ class DeviceChecks(Reporter):
         if name == "CUDA_VISIBLE_DEVICES":
             # the cpu backend has no such variable (visible_devices_env() raises there): keep the name it had
             quote = (self.segment(node) or '"')[0]
-            self.report(node, "ACC192", None, "replace", "accel.visible_devices_env()", guard="value" if paren else "bare",
-                        otherwise=f"{quote}CUDA_VISIBLE_DEVICES{quote}")  # fmt: skip
+            self.report(node, "ACC192", None, Replace(text="accel.visible_devices_env()", guard="value" if paren else "bare",
+                        otherwise=f"{quote}CUDA_VISIBLE_DEVICES{quote}"))  # fmt: skip
         elif name.startswith(_CUDA_ENV_PREFIXES) or "_CUDA_" in name or "_NCCL_" in name or "_CUDNN_" in name:
             self.report(node, "ACC199", name, suggestion="only CUDA reads it; set the selected backend's own variable")
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 #: Names that hold a device or a device type by their name alone.
 DEVICE_NAME = re.compile(r"(^|_)(device|dev)(_name|_str|_type)?$", re.IGNORECASE)
@@ -93,82 +93,24 @@ def device_positions(nodes: Iterable[ast.AST]) -> frozenset[str]:
     return frozenset(names)
 
 
-class DeviceTest:
-    """One device-type test found in an expression, and its portable form."""
-
-    __slots__ = ("node", "text")
-
-    def __init__(self, node: ast.AST, text: str | None) -> None:
-        self.node = node  # the comparison (or startswith call) to rewrite
-        self.text = text  # its portable replacement; None when it cannot be folded
+def has_keyword(call: ast.Call, name: str) -> bool:
+    """Whether ``call`` passes the keyword argument ``name``."""
+    return any(k.arg == name for k in call.keywords)
 
 
-def _quote(segment: Segment, literal: ast.AST) -> str:
-    text = segment(literal) or '"'
-    return "'" if text[:1] == "'" else '"'
+#: A CUDA device string, ``cuda`` or ``cuda:N`` (group 1: N).
+CUDA_DEVICE = re.compile(r"^cuda(?::(\d+))?$")
+RANK_NAME = re.compile(
+    r"^(local_rank|rank|gpu|gpu_id|gpu_idx|gpu_index|device_id|device_idx|device_index|dev_id|cuda_device)$",
+    re.IGNORECASE,
+)
 
 
-Predicate = Callable[[ast.AST], bool]
-#: ``segment(node)``: the source text of a node, or ``None``.
-Segment = Callable[[ast.AST], "str | None"]
-
-
-def device_test(node: ast.AST, segment: Segment, is_device_ish: Predicate, intentional: Predicate) -> DeviceTest | None:
-    """``node`` as a device-type test (a comparison or a ``startswith`` call), or ``None``."""
-    if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        return _compare(node, segment, is_device_ish, intentional)
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "startswith"
-        and len(node.args) == 1
-        and not node.keywords
-        and str_value(node.args[0]) in ("cuda", "cuda:")
-        and is_device_ish(node.func.value)
-        and not intentional(node.func.value)
-    ):
-        q = _quote(segment, node.args[0])
-        subject = segment(node.func.value)
-        text = f"not {subject}.startswith({q}cpu{q})" if subject else None
-        return DeviceTest(node, text)
-    return None
-
-
-def find_device_tests(test: ast.AST, segment: Segment, is_device_ish: Predicate, intentional: Predicate) -> Iterable[DeviceTest]:
-    """Every device-type test inside the expression ``test``."""
-    for sub in ast.walk(test):
-        found = device_test(sub, segment, is_device_ish, intentional)
-        if found is not None:
-            yield found
-
-
-def _compare(node: ast.Compare, segment: Segment, is_device_ish: Predicate, intentional: Predicate) -> DeviceTest | None:
-    op = node.ops[0]
-    left, right = node.left, node.comparators[0]
-    if isinstance(op, (ast.In, ast.NotIn)) and str_value(left) == "cuda" and is_device_ish(right):
-        # "cuda" in device  ->  "cpu" not in device
-        if intentional(right):
-            return None
-        q = _quote(segment, left)
-        subject = segment(right)
-        neg = "not in" if isinstance(op, ast.In) else "in"
-        text = f"{q}cpu{q} {neg} {subject}" if subject else None
-        return DeviceTest(node, text)
-    for literal, other in ((right, left), (left, right)):
-        value = str_value(literal)
-        members: list[str] | None = None
-        if value is None and isinstance(literal, (ast.Tuple, ast.List, ast.Set)) and isinstance(op, (ast.In, ast.NotIn)):
-            members = [m or "" for m in map(str_value, literal.elts)]
-            if "cuda" not in members:
-                continue
-        elif value is None or not value.startswith("cuda") or not isinstance(op, (ast.Eq, ast.NotEq)):
-            continue
-        if not is_device_ish(other) or intentional(other):
-            return None
-        positive = isinstance(op, (ast.Eq, ast.In))
-        subject = segment(other)
-        foldable = subject is not None and (value == "cuda" or members == ["cuda"])
-        q = _quote(segment, literal if members is None else literal.elts[0])  # type: ignore[attr-defined]
-        text = f"{subject} {'!=' if positive else '=='} {q}cpu{q}" if foldable else None
-        return DeviceTest(node, text)
-    return None
+def arg_of(call: ast.Call, index: int, keyword: str) -> tuple[ast.AST | None, int | str]:
+    """The argument at ``index`` or named ``keyword``, and how to address it for ``drop``."""
+    if len(call.args) > index and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+        return call.args[index], index
+    for kw in call.keywords:
+        if kw.arg == keyword:
+            return kw.value, keyword
+    return None, keyword

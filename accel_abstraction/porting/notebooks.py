@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .findings import FileResult
@@ -48,9 +48,9 @@ def code_cells(path: Path) -> list[tuple[int, str]]:
 
 
 def scan_notebook(
-    path: Path, plugin_rules: tuple[Rule, ...] = (), enabled: Callable[[str], bool] | None = None
+    path: Path, rules: Sequence[Rule] | None = None, enabled: Callable[[str], bool] | None = None
 ) -> FileResult:
-    """Scan every code cell of the notebook at ``path``."""
+    """Scan every code cell of the notebook at ``path`` (``rules`` as for :func:`~.scanner.scan_source`)."""
     try:
         cells = code_cells(path)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -59,7 +59,7 @@ def scan_notebook(
     errors = []
     for number, source in cells:
         where = f"{path}[cell {number}]"
-        cell = scan_source(source, where, plugin_rules, enabled)
+        cell = scan_source(source, where, rules, enabled)
         if cell.error:
             errors.append(cell.error)
         if not cell.skipped:

@@ -15,7 +15,18 @@ import re
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 
-from .rules import BUILTIN_PRECHECK
+#: Substrings (case-sensitive) one of which a file must contain for a built-in rule to fire,
+#: besides bare integer devices (``.to(0)``, ``device=local_rank``), which the scanner
+#: tests with one regular expression.
+BUILTIN_PRECHECK: tuple[str, ...] = (
+    "cuda", "CUDA", "cudnn", "CUDNN", "nccl", "NCCL", "pin_memory", "GradScaler", "apex", "cupy", "nvtx",  # accel: ignore
+    "nvml", "_scaled_mm", "fused=True", '"fused"', "'fused'", "use_fused", "peak_flops", "flops_promised", "e12",
+    "nvidia-smi", "gencode", "generate-code", "arch=sm_",  # accel: ignore
+    '.cu"', ".cu'", ".cuh",
+    # CUDA libraries' variables, compiled CUDA extension modules, NVIDIA tools, torch's NVIDIA environment report
+    "CUBLAS", "CUFFT", "CURAND", "CUSPARSE", "NVIDIA_", "NVTE_", "amp_C", "nvcc", "cuobjdump", "nvdisasm", "nvprof",  # accel: ignore
+    "collect_env", "triton",
+)
 
 _RANKISH = r"(?:\d|[\w.]*(?:rank|gpu|gpu_id|gpu_idx|gpu_index|device_id|device_idx|device_index|dev_id)\b)"
 #: ``.to(0)``, ``.to(local_rank)``, ``device=0``, ``device_ids=[rank]``: coupling without the word cuda.

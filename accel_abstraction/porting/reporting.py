@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 import io
 
-from .findings import Finding, Fix
+from .findings import Finding
+from .fixes import Fix
 from .rules import RULES_BY_CODE, Rule
 
 
@@ -62,21 +63,16 @@ class Reporter:
         node: ast.AST,
         code: str,
         detail: str | None = None,
-        fix_kind: str | None = None,
-        text: str = "",
-        drop: int | str | None = None,
+        fix: Fix | None = None,
         suggestion: str | None = None,
         fix_node: ast.AST | None = None,
         rule: Rule | None = None,
-        guard: str = "",
-        otherwise: str = "",
     ) -> None:
-        """Record a finding of rule ``code`` at ``node``; with ``fix_kind``, how to rewrite it."""
+        """Record a finding of rule ``code`` at ``node``; with ``fix``, how to rewrite it (at ``fix_node``, default ``node``)."""
         rule = rule or RULES_BY_CODE[code]
         line, col, end_line, end_col = self.span(node)
-        fix = None
-        if fix_kind is not None:
-            fix = Fix(fix_kind, *self.span(fix_node or node), text=text, drop=drop, guard=guard, otherwise=otherwise)
+        if fix is not None:
+            fix = fix.at(self.span(fix_node or node))
         if fix is None:
             # Not rewritten: say why, or what a person should write instead.
             reason = suggestion or detail or rule.suggestion or "no portable equivalent"

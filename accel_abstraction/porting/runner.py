@@ -14,7 +14,7 @@ from typing import Protocol, TypeVar
 from ..errors import PluginError
 from .findings import FileResult
 from .notebooks import scan_notebook
-from .rules import BUILTIN_RULES, Rule
+from .rules import BUILTIN_RULES, RULES_BY_CODE, Rule
 from .scanner import scan_source
 
 #: Above this many files the scan runs in a process pool.
@@ -25,32 +25,47 @@ T = TypeVar("T")
 _SKIP_DIRS = {"__pycache__", "node_modules", "site-packages"}
 
 
-def load_plugin_rules() -> tuple[Rule, ...]:
-    """Rules that plugins add through the ``accel_scan_rules(register)`` hook.
+def load_rules() -> tuple[Rule, ...]:
+    """Every rule, the built-in ones first: what plugins register through the ``accel_scan_rules(register)`` hook.
 
-    Each plugin is asked separately: one that raises, registers something that is not a
-    :class:`Rule`, a rule that matches nothing, or a code already taken contributes no
-    rules (a ``RuntimeWarning`` names it); the others' rules are used. Returns no rules
+    The built-in rules are a plugin too (:mod:`.rules`, registered here with the host, not
+    through an entry point, so ``ACCEL_PLUGINS`` cannot remove them). Each plugin is asked
+    separately: one that raises, registers something that is not a :class:`Rule`, a rule
+    that matches nothing, or a code already taken contributes no rules (a
+    ``RuntimeWarning`` names it); the others' rules are used. Returns the built-in rules
     when the plugin manager is not there (the scanner works alone).
     """
     try:
         from accel_abstraction.plugins import get_host
     except ImportError:
-        return ()
-    known = {r.code for r in BUILTIN_RULES}
+        return BUILTIN_RULES
+    from . import rules as builtin
+
+    host = get_host()
+    if host.pm.get_plugin(builtin.BUILTIN_PLUGIN_NAME) is None:
+        host.pm.register(builtin, name=builtin.BUILTIN_PLUGIN_NAME)
+    known: set[str] = set()
 
     def check(rule: object) -> None:
         if not isinstance(rule, Rule):
             raise PluginError(
                 f"accel_scan_rules: register() takes accel_abstraction.porting.rules.Rule, got {type(rule).__name__}"
             )
-        if rule.matcher is None and not rule.names:
+        built_in = RULES_BY_CODE.get(rule.code) is rule  # its shapes are found by the scanner's traversal
+        if rule.matcher is None and not rule.names and not built_in:
             raise PluginError(f"accel_scan_rules: rule {rule.code} needs names=... or matcher=... to match anything")
-        if rule.code in known:
+        if (rule.apis or rule.calls) and not built_in:
+            raise PluginError(
+                f"accel_scan_rules: rule {rule.code} has apis=... or calls=..., which the scanner reads from the "
+                "built-in rules only: report with names=... or matcher=..., and rewrite with a Match(fix=...)"
+            )
+        if rule.code in known or (rule.code in RULES_BY_CODE and not built_in):
             raise PluginError(f"accel_scan_rules: rule code {rule.code} is registered twice; codes must be unique")
         known.add(rule.code)
 
-    return tuple(rule for _, rule in get_host().collect("accel_scan_rules", check))
+    pairs = host.collect("accel_scan_rules", check)
+    pairs.sort(key=lambda pair: pair[0] != builtin.BUILTIN_PLUGIN_NAME)  # stable: built-ins first
+    return tuple(rule for _, rule in pairs)
 
 
 #: File name endings read by the scanner: Python sources and Jupyter notebooks (code cells).
@@ -103,49 +118,57 @@ def read_source(path: Path) -> tuple[str, str]:
     return data.decode(encoding), encoding
 
 
-# Worker-process state, set by _init_worker.
-_worker_rules: tuple[Rule, ...] = ()
-_worker_enabled: Callable[[str], bool] | None = None
-_worker_strict = False
+def worker_loads_rules(rules: Sequence[Rule] | None) -> bool:
+    """Whether a worker process must load the rules through the hook (plugin rules: their matchers
+    need not be picklable); otherwise it uses the built-in ones."""
+    return rules is not None and tuple(rules) != BUILTIN_RULES
 
 
-def _init_worker(enabled: Callable[[str], bool] | None, load_plugins: bool, strict: bool) -> None:
-    global _worker_rules, _worker_enabled, _worker_strict
-    _worker_rules = load_plugin_rules() if load_plugins else ()
-    _worker_enabled = enabled
-    _worker_strict = strict
+def rules_in_worker(load: bool) -> tuple[Rule, ...]:
+    """The rules a worker process scans with (:func:`worker_loads_rules`)."""
+    return load_rules() if load else BUILTIN_RULES
+
+
+# Worker-process state, set by _init_worker: (rules, enabled, strict).
+_worker_options: tuple[tuple[Rule, ...], Callable[[str], bool] | None, bool] = ((), None, False)
+
+
+def _init_worker(enabled: Callable[[str], bool] | None, load_rules: bool, strict: bool) -> None:
+    global _worker_options
+    _worker_options = (rules_in_worker(load_rules), enabled, strict)
 
 
 def scan_file(
     path: Path,
-    plugin_rules: tuple[Rule, ...] = (),
+    rules: Sequence[Rule] | None = None,
     enabled: Callable[[str], bool] | None = None,
     strict: bool = False,
 ) -> FileResult:
-    """Scan one file on disk (a notebook: each code cell, see :mod:`.notebooks`).
+    """Scan one file on disk (a notebook: each code cell, see :mod:`.notebooks`); ``rules`` as for
+    :func:`~.scanner.scan_source`.
 
     ``strict``: files the text pre-check would skip are still parsed, so a syntax error
     is reported (``accel scan --check``).
     """
     if path.suffix == ".ipynb":
-        return scan_notebook(path, plugin_rules, enabled)
+        return scan_notebook(path, rules, enabled)
     try:
         source, _ = read_source(path)
     except (OSError, UnicodeDecodeError, SyntaxError) as exc:
         return FileResult(str(path), error=f"{path}: cannot read: {exc}")
-    result = scan_source(source, str(path), plugin_rules, enabled)
+    result = scan_source(source, str(path), rules, enabled)
     if strict and result.skipped:
-        result = scan_source(source, str(path), plugin_rules, enabled, precheck=False)
+        result = scan_source(source, str(path), rules, enabled, precheck=False)
     return result
 
 
 def _scan_in_worker(path: Path) -> FileResult:
-    return scan_file(path, _worker_rules, _worker_enabled, _worker_strict)
+    return scan_file(path, *_worker_options)
 
 
 def scan_paths(
     files: Sequence[Path],
-    plugin_rules: tuple[Rule, ...] = (),
+    rules: Sequence[Rule] | None = None,
     enabled: Callable[[str], bool] | None = None,
     jobs: int | None = None,
     progress: bool = False,
@@ -153,15 +176,16 @@ def scan_paths(
 ) -> list[FileResult]:
     """Scan ``files``; in a process pool when there are more than :data:`PARALLEL_THRESHOLD`.
 
+    ``rules`` as for :func:`~.scanner.scan_source` (:func:`load_rules` gives every plugin's).
     ``enabled`` must be picklable (a :class:`~.settings.Selection`) for the pool.  Plugin
     rules are loaded again inside each worker, as their matchers need not be picklable.
     """
     return list(
         map_files(
             files,
-            lambda path: scan_file(path, plugin_rules, enabled, strict),
+            lambda path: scan_file(path, rules, enabled, strict),
             _scan_in_worker,
-            (_init_worker, (enabled, bool(plugin_rules), strict)),
+            (_init_worker, (enabled, worker_loads_rules(rules), strict)),
             jobs,
             "scanning" if progress else None,
         )

@@ -1,11 +1,9 @@
 """Find CUDA coupling in Python source with :mod:`ast`; never imports or runs the code.
 
-:func:`scan_source` is the whole analysis for one file.  The checks live by theme:
-
-- :mod:`.mapping`: which CUDA APIs are coupling and what replaces them (the table);
-- :mod:`.devices`: device strings, integer ordinals, backends, environment, build flags;
-- :mod:`.guards`: device-type tests and the names holding device strings (data flow);
-- this module: the traversal, API references, flag assignments, imports, suppressions.
+:func:`scan_source` is the whole analysis for one file: one traversal (:class:`Scan`, the node
+handlers) over the per-file state (:mod:`.context`), with the checks by theme: the rules' own
+(``rules/accNNN_*.py``), the API table's (:mod:`.apichecks`), and the values in device,
+backend and environment positions (:mod:`.devices`).
 
 Strings are only examined where their parent puts them in a *device position*
 (``device=``, ``.to(...)``, ``torch.device(...)``, an assignment to a ``*device*`` name,
@@ -14,71 +12,46 @@ docstrings, log and help text are never reported.  A device-type test
 (``x.device.type == "cuda"``) is reported and so is what it guards; a
 ``pin_memory`` inside an accelerator guard is not.  Code that asks ``accel`` or
 ``torch.accelerator`` for the device type is intentional and left alone.
-
-Why this module is still ~650 lines: the traversal keeps the per-file state (aliases,
-guarded blocks, suppressions, names holding device strings) that every remaining check
-reads; the checks that need none of it moved to :mod:`.devices` and :mod:`.guards`.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
-from .aliases import AliasMap
-from .cli_options import device_option
-from .devices import DeviceChecks, arg_of
+from .apichecks import ApiChecks
+from .context import OWN, reported
 from .findings import FileResult, Finding
+from .fixes import Replace
 from .guards import (
     DEVICE_NAME,
-    device_positions,
-    device_string_names,
-    device_test,
-    find_device_tests,
     is_cuda_string,
     last_name,
     str_value,
 )
-from .mapping import ACCELERATOR_TEST, CALLS, ENABLED, FLAGS, PACKAGES, lookup, package_row
-from .prefilter import BARE_DEVICE, hot_lines, might_couple, touches
-from .rules import BUILTIN_PRECHECK, Rule
+from .mapping import CALLS
+from .prefilter import might_couple, touches
+from .rules import BUILTIN_RULES, Match, Rule
+from .rules.acc104_integer_device import cli_option
+from .rules.acc111_cuda_method import ToDevice
+from .rules.acc112_is_cuda import check_is_cuda
+from .rules.acc113_device_type_test import check_device_test
+from .rules.acc132_autocast_cuda import AUTOCAST, autocast_like
+from .rules.acc208_peak_flops import check_peak_flops
+from .rules.base import CallCheck
 
-AUTOCAST = {"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"}
-GRAD_SCALER = {"torch.amp.GradScaler", "torch.GradScaler", "torch.amp.grad_scaler.GradScaler"}
-PROCESS_GROUP = {"torch.distributed.init_process_group", "torch.distributed.new_group"}
+#: Qualified callee -> the check of the built-in rule that examines its calls (``Rule.calls``).
+CALL_CHECKS: dict[str, CallCheck] = {name: check for rule in BUILTIN_RULES for name, check in rule.calls.items()}
 ENV_CALLS = {"os.environ.get", "os.getenv", "os.environ.setdefault", "os.environ.pop", "os.putenv", "os.unsetenv"}
 CPP_EXTENSION_LOAD = {"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"}
-#: Qualified-name prefixes under which the mapping table may hold a manual row.
-_TABLE_ROOTS = (
-    "torch.cuda",
-    "torch.backends.cud",
-    "torch.utils.cpp_extension.",
-    "torch.version.cuda",
-    "torch.profiler.ProfilerActivity.CUDA",
-    "torch.autograd.profiler.emit_nvtx",
-    "torch._scaled_mm",
-    "torch.utils.collect_env.",
-)
-#: Modules whose imported names are reported on the import line too (a build or an environment report needs a person).
-_IMPORT_REPORTED = ("torch.utils.cpp_extension.CUDA_HOME", "torch.utils.collect_env.")
-_DIST_BACKEND_ENUM = {"torch.distributed.Backend.NCCL", "torch.distributed.distributed_c10d.Backend.NCCL"}
-_PARTIAL = {"functools.partial"}
 #: Calls whose first positional argument is a device.
 _TAKES_DEVICE_FIRST = {"torch.set_default_device", "torch.Generator"}
-#: Accelerator abstractions whose answers code asks on purpose (``accel.device_type() == "cuda"``,
-#: DeepSpeed's ``get_accelerator().communication_backend_name() == "nccl"``).
-_INTENTIONAL = ("accel_abstraction", "torch.accelerator", "deepspeed.accelerator")
-#: Abstractions whose "is it cuda" branch is left unreported: it runs only where the selected backend is cuda.
-_OWN = ("accel_abstraction", "torch.accelerator")
 #: Calls whose string arguments are text for people (logs, warnings, output).
 _TEXT_SINKS = frozenset({"print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "write"})
 _BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
-_ACCEL_WORDS = re.compile(r"cuda|gpu|accel", re.IGNORECASE)
 #: Why a file CPython parses can still not be analysed (180 nested calls, a deep literal).
 TOO_DEEP = "too deeply nested to analyse (thousands of nested or chained expressions); this file is skipped, the others are not"
-_SUPPRESS = re.compile(r"#\s*accel:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
-_COUPLED_PREFIXES = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension", "torch.utils.collect_env", *PACKAGES)
 
 
 def _callee(node: ast.AST) -> ast.AST:
@@ -97,68 +70,10 @@ def _own_returns(func: ast.AST) -> Iterator[ast.Return]:
             stack.extend(ast.iter_child_nodes(node))
 
 
-def _has_kw(call: ast.Call, name: str) -> bool:
-    return any(k.arg == name for k in call.keywords)
 
 
-def _coupled_module(qualname: str) -> bool:
-    """Whether an imported name can be coupling on a line that does not say ``cuda``."""
-    return qualname.startswith(_COUPLED_PREFIXES) or qualname in GRAD_SCALER
-
-
-def suppressions(source: str) -> dict[int, frozenset[str] | None]:
-    """Line -> suppressed codes (``None``: every code) from ``# accel: ignore[...]`` comments."""
-    found: dict[int, frozenset[str] | None] = {}
-    if "accel:" not in source:
-        return found
-    for lineno, text in enumerate(source.splitlines(), start=1):
-        if "accel:" not in text:
-            continue
-        match = _SUPPRESS.search(text)
-        if match is None:
-            continue
-        codes = match.group(1)
-        found[lineno] = None if codes is None else frozenset(c.strip() for c in codes.split(",") if c.strip())
-    return found
-
-
-# --------------------------------------------------------------------------- visitor
-
-
-class _Scan(DeviceChecks):
-    """One pass over one module's tree."""
-
-    def __init__(self, source: str, path: str, tree: ast.Module, plugin_rules: tuple[Rule, ...]) -> None:
-        super().__init__(source, path)
-        self.aliases = AliasMap.from_tree(tree, hot_lines(source, ("import",)))
-        self.hot: list[int] | None = None
-        if all(r.precheck for r in plugin_rules):
-            # Only statements touching a line that can hold a finding are walked: a line with
-            # a trigger word, a bare integer device, or a name imported from a CUDA module.
-            plugin_names = tuple(n for r in plugin_rules for n in r.names)
-            names = [
-                name
-                for name, q in self.aliases.names.items()
-                if _coupled_module(q) or any(q == n or q.startswith(n + ".") for n in plugin_names)
-            ]
-            extra = [s for r in plugin_rules for s in r.precheck]
-            self.hot = hot_lines(source, (*BUILTIN_PRECHECK, *extra, *names), BARE_DEVICE)
-        self.plugin_names = [(r, n) for r in plugin_rules for n in r.names]
-        self.plugin_matchers = [r for r in plugin_rules if r.matcher is not None]
-        self.parents: dict[int, ast.AST] = {}  # filled on demand by _parent, for .is_cuda only
-        self.tree = tree
-        # Data flow and context, computed on first need (most files never need them).
-        self._string_names: frozenset[str] | None = None
-        self._device_args: frozenset[str] | None = None
-        self._autocast_names: frozenset[str] | None = None
-        self._fused: set[int] | None = None
-        self.duplicate_flags: dict[int, int] = self._duplicate_flags() if source.count("allow_tf32") > 1 else {}
-        self.guarded: list[tuple[int, int]] = []  # line ranges inside an accelerator guard
-        self.whole_values: set[int] = set()  # ids of expressions that are a whole statement or assigned value
-
-    # ---- context for plugin matchers
-    def qualname(self, node: ast.AST) -> str | None:
-        return self.aliases.qualname(node)
+class Scan(ApiChecks):
+    """One pass over one module's tree: the node handlers."""
 
     # ---- traversal
     def run(self) -> list[Finding]:
@@ -203,151 +118,6 @@ class _Scan(DeviceChecks):
         self.stack.extend(call.args)
         self.stack.extend(kw.value for kw in call.keywords)
 
-    # ---- pre-passes, on first need
-    @property
-    def string_names(self) -> frozenset[str]:
-        """Names assigned a CUDA device string in the statements this scan walks."""
-        if self._string_names is None:
-            has = re.search(r"""['"]cuda""", self.source) is not None
-            self._string_names = device_string_names(self._hot_nodes()) if has else frozenset()
-        return self._string_names
-
-    @property
-    def autocast_names(self) -> frozenset[str]:
-        """Names assigned ``torch.autocast`` itself (``ac = torch.autocast``), called later as ``ac("cuda")``."""
-        if self._autocast_names is None:
-            names: set[str] = set()
-            if "autocast" in self.source:
-                for node in ast.walk(self.tree):  # the assignment's own line need not be hot
-                    if isinstance(node, ast.Assign):
-                        values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
-                        if any(self.aliases.qualname(v) in AUTOCAST for v in values):
-                            names.update(n for n in map(last_name, node.targets) if n)
-            self._autocast_names = frozenset(names)
-        return self._autocast_names
-
-    @property
-    def device_args(self) -> frozenset[str]:
-        """Names passed where a device goes, anywhere in the module."""
-        if self._device_args is None:
-            self._device_args = device_positions(ast.walk(self.tree))
-        return self._device_args
-
-    @property
-    def fused(self) -> set[int]:
-        """ids of nodes inside a value that chooses a fused kernel."""
-        if self._fused is None:
-            self._fused = self._fused_choices(self._hot_nodes()) if "fused" in self.source else set()
-        return self._fused
-
-    def _hot_nodes(self) -> Iterator[ast.AST]:
-        """Every node :meth:`run` can visit (statements away from hot lines are skipped)."""
-        stack: list[ast.AST] = [self.tree]
-        hot = self.hot
-        while stack:
-            node = stack.pop()
-            if hot is not None and isinstance(node, ast.stmt) and not touches(node, hot):
-                continue
-            yield node
-            stack.extend(ast.iter_child_nodes(node))
-
-    @staticmethod
-    def _fused_choices(nodes: Iterable[ast.AST]) -> set[int]:
-        """ids of nodes inside a value that chooses a fused kernel (``use_fused = ...``, ``fused=...``)."""
-        ids: set[int] = set()
-        for node in nodes:
-            values: list[ast.AST] = []
-            if isinstance(node, ast.Assign) and any("fused" in (last_name(t) or "") for t in node.targets):
-                values.append(node.value)
-            elif isinstance(node, ast.keyword) and node.arg == "fused":
-                values.append(node.value)
-            elif isinstance(node, ast.Dict):
-                values += [v for k, v in zip(node.keys, node.values, strict=True) if str_value(k) == "fused"]
-            for value in values:
-                ids.update(id(sub) for sub in ast.walk(value))
-        return ids
-
-    def _duplicate_flags(self) -> dict[int, int]:
-        """Flag assignments that repeat the previous statement's portable call -> that line.
-
-        ``torch.backends.cuda.matmul.allow_tf32 = True`` then
-        ``torch.backends.cudnn.allow_tf32 = True`` both mean ``accel.set_allow_tf32(True)``:
-        the second is dropped, not written twice.
-        """
-        dup: dict[int, int] = {}
-        for node in ast.walk(self.tree):
-            for field in ("body", "orelse", "finalbody"):
-                block = getattr(node, field, None)
-                if not isinstance(block, list):
-                    continue
-                previous: tuple[str, str] | None = None
-                first_line = 0
-                for stmt in block:
-                    key = None
-                    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-                        row = FLAGS.get(self.aliases.qualname(stmt.targets[0]) or "")
-                        if row is not None:
-                            key = (row.replacement or "", ast.dump(stmt.value))
-                    if key is not None and key == previous:
-                        dup[id(stmt)] = first_line
-                    elif key is not None:
-                        first_line = stmt.lineno
-                    previous = key
-        return dup
-
-    # ---- device-type tests
-    def _intentional(self, node: ast.AST, roots: tuple[str, ...] = _INTENTIONAL) -> bool:
-        """Whether ``node`` asks an accelerator abstraction (``accel.x()``, ``get_accelerator().y()``)."""
-        while True:
-            if isinstance(node, ast.Call):
-                node = node.func
-            q = self.aliases.qualname(node)
-            if q is not None:
-                return q.startswith(roots)
-            if isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Call, ast.Attribute)):
-                node = node.value
-                continue
-            return False
-
-    def _device_ish(self, node: ast.AST) -> bool:
-        if isinstance(node, ast.Call) and last_name(node.func) == "str" and len(node.args) == 1:
-            node = node.args[0]
-        if isinstance(node, ast.Attribute) and node.attr in ("type", "device_type"):
-            return True
-        if self._intentional(node):
-            return True
-        name = last_name(node)
-        return name is not None and (DEVICE_NAME.search(name) is not None or name in self.string_names)
-
-    def device_type_test(self, node: ast.AST) -> bool:
-        """Report ``node`` if it is a device-type test; return whether it was."""
-        test = device_test(node, self.segment, self._device_ish, self._intentional)
-        if test is None:
-            return False
-        if id(node) in self.fused:
-            self.report(node, "ACC207", "fused kernel chosen because the device is CUDA",
-                        suggestion="fused kernels exist per device; ask a person which one the backend has")  # fmt: skip
-        elif test.text is not None:
-            self.report(node, "ACC113", None, "replace", test.text, suggestion=test.text)
-        else:
-            self.report(node, "ACC113", "cannot be folded to one test")
-        return True
-
-    def _accelerator_guard(self, test: ast.AST) -> bool:
-        """Whether ``test`` decides between an accelerator and the CPU (for ``pin_memory``)."""
-        if any(find_device_tests(test, self.segment, self._device_ish, self._intentional)):
-            return True
-        for sub in ast.walk(test):
-            name = last_name(sub)
-            if name is not None and (name == "is_cuda" or _ACCEL_WORDS.search(name) or name == "is_available"):
-                return True
-            if isinstance(sub, ast.Compare) and any(str_value(c) == "cpu" for c in (sub.left, *sub.comparators)):
-                return True
-        return False
-
-    def _in_guard(self, line: int) -> bool:
-        return any(start <= line <= end for start, end in self.guarded)
-
     # ---- node handlers (return True to visit all children)
     def visit_call(self, node: ast.Call) -> bool:
         func = node.func
@@ -362,53 +132,16 @@ class _Scan(DeviceChecks):
         if q is not None:
             row = CALLS.get(q)
             if row is not None:
-                code, target = row.code, row.replacement or ""
-                enabled = "enabled" if row.on_cpu == ENABLED and (code == "ACC131" or _has_kw(node, "enabled")) else ""
-                if code == "ACC131" and node.args:
-                    if len(node.args) == 1 and not isinstance(node.args[0], ast.Starred) and not any(k.arg == "enabled" for k in node.keywords):
-                        # torch.cuda.amp.autocast(flag): its first parameter is enabled
-                        self.report(func, code, None, "autocast_enabled", target, fix_node=node,
-                                    suggestion="accel.autocast(enabled=...)", guard=enabled)  # fmt: skip
-                    else:
-                        self.report(func, code, "positional arguments differ from accel.autocast(dtype, enabled)")
-                elif row.guarded:
-                    guard = "bare" if id(node) in self.whole_values else "value"
-                    self.report(func, code, None, "rename_call", target, fix_node=node, guard=guard, otherwise=row.cpu_value or "None",
-                                suggestion=f"{target}(...) if {ACCELERATOR_TEST} else {row.cpu_value}")  # fmt: skip
-                elif enabled:
-                    self.report(func, code, None, "rename_call", target, fix_node=node, guard=enabled, suggestion=f"{target}(..., enabled=... and {ACCELERATOR_TEST})")
-                else:
-                    self.report(func, code, None, "replace", target, suggestion=target + "(...)")
+                self.api_call(node, row)
                 self.push_call_args(node)
                 return False
-            if q == "torch.device":
-                self.torch_device(node)
+            check = CALL_CHECKS.get(q)
+            if check is not None:
+                check(self, node)
                 self.push_call_args(node)
                 return False
             if q in _TAKES_DEVICE_FIRST and node.args:
                 self.device_value(node.args[0])
-            if q in AUTOCAST:
-                dev, where = arg_of(node, 0, "device_type")
-                if str_value(dev) == "cuda":
-                    assert dev is not None
-                    self.done.add(id(dev))
-                    self.report(node, "ACC132", None, "rename_call", "accel.autocast", drop=where, guard="enabled")
-                self.push_call_args(node)
-                return False
-            if q in GRAD_SCALER:
-                dev, where = arg_of(node, 0, "device")
-                if dev is None or str_value(dev) == "cuda":
-                    if dev is not None:
-                        self.done.add(id(dev))
-                    self.report(node, "ACC133", None, "rename_call", "accel.GradScaler", drop=where if dev is not None else None,
-                                guard="enabled" if _has_kw(node, "enabled") else "")  # fmt: skip
-                self.push_call_args(node)
-                return False
-            if q in PROCESS_GROUP:
-                backend, _ = arg_of(node, 0, "backend")
-                self.backend_value(backend)
-                self.push_call_args(node)
-                return False
             if q in ENV_CALLS and node.args:
                 self.env_name(node.args[0])
             elif q in CPP_EXTENSION_LOAD:
@@ -417,12 +150,12 @@ class _Scan(DeviceChecks):
             # getattr(obj, "device", "cuda"): the default is a device string
             if DEVICE_NAME.search(str_value(node.args[1]) or ""):
                 self.device_value(node.args[2], string_typed=True)
-        if q not in AUTOCAST and self._autocast_like(node, q):
+        if q not in AUTOCAST and q not in CALLS and autocast_like(self, node, q):
             return True
         if isinstance(func, ast.Attribute):
             attr = func.attr
             if attr == "cuda" and q is None:
-                self.report(node, "ACC111", None, "to_device")
+                self.report(node, "ACC111", None, ToDevice())
                 self.push(func.value)
                 self.push_call_args(node)
                 return False
@@ -430,7 +163,7 @@ class _Scan(DeviceChecks):
                 if node.args:
                     self.device_value(node.args[0], allow_int=True)
             elif attr == "startswith":
-                self.device_type_test(node)
+                check_device_test(self, node)
             elif attr == "add_argument":
                 options = [str_value(a) or "" for a in node.args]
                 for kw in node.keywords:
@@ -439,7 +172,7 @@ class _Scan(DeviceChecks):
                             self.device_value(kw.value, string_typed=True)
                         elif any("backend" in o for o in options):
                             self.backend_value(kw.value)
-                self.cli_option(node, options)
+                cli_option(self, node, options)
             elif attr == "pin_memory" and not node.args and not node.keywords and not self._in_guard(node.lineno):
                 self.report(node, "ACC191", "Tensor.pin_memory() fails without CUDA", suggestion="guard with accel.capabilities().pinned_memory")
             elif attr == "format":
@@ -454,7 +187,7 @@ class _Scan(DeviceChecks):
                 self.device_value(kw.value, string_typed=True)
             elif name == "pin_memory":
                 if isinstance(kw.value, ast.Constant) and kw.value.value is True and not self._in_guard(kw.value.lineno):
-                    self.report(kw.value, "ACC191", None, "replace", "accel.capabilities().pinned_memory")
+                    self.report(kw.value, "ACC191", None, Replace(text="accel.capabilities().pinned_memory"))
             elif name == "backend":
                 self.backend_value(kw.value)
             elif name == "device_ids":
@@ -463,114 +196,25 @@ class _Scan(DeviceChecks):
                 self.report(kw.value, "ACC207", "fused=True", suggestion="fused optimizer kernels exist per device; keep fused only where the backend has them")
         return True
 
-    def _autocast_like(self, node: ast.Call, q: str | None) -> bool:
-        """``autocast = torch.autocast`` called later as ``autocast("cuda")``, or ``partial(torch.autocast, "cuda")``.
-
-        The literal ``"cuda"`` becomes ``accel.device_type()`` and the call gets
-        ``enabled=... and accel.is_accelerator_available()`` (disabled on the cpu backend, as
-        CUDA autocast was without CUDA).  Returns whether the call was one.
-        """
-        offset = 0
-        partial = q in _PARTIAL or (q is None and last_name(node.func) == "partial")
-        if partial and node.args and self.aliases.qualname(node.args[0]) in AUTOCAST:
-            offset = 1
-        elif q in CALLS or not (
-            "autocast" in (last_name(node.func) or "").lower() or last_name(node.func) in self.autocast_names
-        ):
-            return False
-        dev, _ = arg_of(node, offset, "device_type")
-        if str_value(dev) != "cuda" or dev is None or id(dev) in self.done:
-            return False
-        self.done.add(id(dev))
-        if offset:
-            # partial(torch.autocast, "cuda", ...): the callee is torch.autocast, which takes enabled=
-            self.report(dev, "ACC132", "autocast bound by functools.partial", "replace", "accel.device_type()", suggestion="accel.device_type()")
-            self.report(node, "ACC132", "autocast bound by functools.partial: stays disabled on the cpu backend", "keep", guard="enabled",
-                        suggestion=f"enabled=... and {ACCELERATOR_TEST}")  # fmt: skip
-        else:
-            # a name that may also be nullcontext (`scope = autocast if amp else nullcontext`): only the device
-            # type changes, and it stays "cuda" (autocast disabled, as without CUDA) on the cpu backend
-            quote = (self.segment(dev) or '"')[0]
-            self.report(dev, "ACC132", "autocast bound to a name", "replace", "accel.device_type()", guard="bare",
-                        otherwise=f"{quote}cuda{quote}", suggestion=f"accel.device_type() if {ACCELERATOR_TEST} else 'cuda'")  # fmt: skip
-        return True
-
-    def cli_option(self, node: ast.Call, options: list[str]) -> None:
-        """``add_argument("--device", type=int, default=0)``: an integer default is a CUDA ordinal (see :mod:`.cli_options`)."""
-        option = device_option(options)
-        if option is None:
-            return
-        for kw in node.keywords:
-            value = kw.value
-            if kw.arg == "default" and isinstance(value, ast.Constant) and type(value.value) is int and type(value.value) is not bool:
-                self.report(value, "ACC104", f"{option} defaults to {value.value}, a CUDA device ordinal",
-                            suggestion=f"take a device string; run with `{option} <accel.device_type()>` where you gave an ordinal")  # fmt: skip
-
     def plugin_match(self, rule: Rule, node: ast.AST) -> None:
         assert rule.matcher is not None
-        message = rule.matcher(node, self)
-        if message is not None:
-            self.report(node, rule.code, message or None, rule=rule, suggestion=rule.suggestion or "no portable equivalent")
-
-    def reference(self, node: ast.AST, q: str) -> bool:
-        """Report a resolved name used outside a call. Return True to descend."""
-        if q in _DIST_BACKEND_ENUM:
-            self.report(node, "ACC171", "dist.Backend.NCCL", "replace", "accel.dist_backend()", suggestion="accel.dist_backend()")
-            return False
-        row = CALLS.get(q)
-        if row is not None:
-            if row.guarded or row.on_cpu == ENABLED:
-                # bound to a name and called later: the call site decides what it means on the cpu backend
-                how = f"{row.replacement}(...) if {ACCELERATOR_TEST} else {row.cpu_value}" if row.guarded else (
-                    f"{row.replacement}(..., enabled=... and {ACCELERATOR_TEST})")
-                self.report(node, row.code, f"{q} used as a value", suggestion=f"call {how} where it is called")
-                return False
-            self.report(node, row.code, None, "replace", row.replacement or "", suggestion=row.replacement)
-            return False
-        if q.startswith(_TABLE_ROOTS):
-            row = lookup(q)
-            if row is not None and row.kind == "manual":
-                self.report(node, row.code, q, suggestion=row.hint)
-                return False
-        package = package_row(q)
-        if package is not None:
-            self.report(node, package.code, q, suggestion=package.hint)
-            return False
-        for rule, name in self.plugin_names:
-            if q == name or q.startswith(name + "."):
-                self.report(node, rule.code, q, rule=rule, suggestion=rule.suggestion or "no portable equivalent")
-                return False
-        return True
+        found = rule.matcher(node, self)
+        if isinstance(found, Match):
+            suggestion = rule.suggestion if found.fix is not None else rule.suggestion or "no portable equivalent"
+            self.report(node, rule.code, found.detail or None, found.fix, rule=rule, suggestion=suggestion)
+        elif found is not None:
+            self.report(node, rule.code, found or None, rule=rule, suggestion=rule.suggestion or "no portable equivalent")
 
     def visit_attribute(self, node: ast.Attribute) -> bool:
         for rule in self.plugin_matchers:
             self.plugin_match(rule, node)
-        if node.attr == "is_cuda" and isinstance(node.ctx, ast.Load):
-            self.report(node, "ACC112", None, "is_cuda", "paren" if self._needs_paren(node) else "")
+        if node.attr == "is_cuda":
+            check_is_cuda(self, node)
             return True
         q = self.aliases.qualname(node)
         if q is None:
             return True
         return self.reference(node, q)
-
-    def _parent(self, node: ast.AST) -> ast.AST | None:
-        """The parent of ``node``, found by walking only the top-level statement holding it."""
-        if id(node) not in self.parents:
-            line = node.lineno  # type: ignore[attr-defined]
-            for stmt in self.tree.body:
-                if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
-                    for parent in ast.walk(stmt):
-                        for child in ast.iter_child_nodes(parent):
-                            if isinstance(child, ast.Attribute) and child.attr == "is_cuda":
-                                self.parents[id(child)] = parent
-                    break
-        return self.parents.get(id(node))
-
-    def _needs_paren(self, node: ast.AST) -> bool:
-        parent = self._parent(node)
-        if parent is None:
-            return True
-        return not isinstance(parent, (ast.BoolOp, ast.If, ast.While, ast.Assign, ast.Return, ast.IfExp, ast.keyword, ast.Call, ast.Assert))
 
     def visit_name(self, node: ast.Name) -> bool:
         if not isinstance(node.ctx, ast.Load):
@@ -591,7 +235,7 @@ class _Scan(DeviceChecks):
 
     def visit_ifexp(self, node: ast.IfExp) -> bool:
         """``X if accel.is_accelerator_available() else "nccl"``: what a port keeps for the cpu backend, on purpose."""
-        if self._intentional(node.test, _OWN):
+        if self.intentional(node.test, OWN):
             self.done.update(id(sub) for sub in ast.walk(node.orelse))
         return True
 
@@ -601,24 +245,7 @@ class _Scan(DeviceChecks):
         return not isinstance(node.value, (ast.Constant, ast.JoinedStr))
 
     def _flag_assign(self, target: ast.AST, value: ast.AST | None, stmt: ast.AST, single: bool) -> bool:
-        q = self.aliases.qualname(target) if isinstance(target, ast.Attribute) else None
-        flag = FLAGS.get(q) if q is not None else None
-        if flag is not None and value is not None:
-            code, setter = flag.code, flag.replacement or ""
-            first = self.duplicate_flags.get(id(stmt))
-            if first is not None:
-                self.report(target, code, f"same call as line {first}", "drop_statement", fix_node=stmt, suggestion="removed: one call is enough")
-            elif single and flag.guarded:
-                self.report(target, code, None, "assign_call", setter, fix_node=stmt, guard="bare", otherwise=flag.cpu_value or "None",
-                            suggestion=f"{setter}(...) if {ACCELERATOR_TEST} else None")  # fmt: skip
-            elif single:
-                self.report(target, code, None, "assign_call", setter, fix_node=stmt, suggestion=f"{setter}(...)")
-            else:
-                self.report(target, code, "chained assignment")
-            return True
-        if q is not None and q.startswith(("torch.backends.cudnn.", "torch.backends.cuda.")):
-            row = lookup(q)
-            self.report(target, "ACC189", q, suggestion=row.hint if row else None)
+        if self.flag_assign(target, value, stmt, single):
             return True
         name = last_name(target)
         if name is not None and value is not None:
@@ -627,14 +254,8 @@ class _Scan(DeviceChecks):
             elif _BACKEND_NAME.search(name):
                 self.backend_value(value)
             elif "flops" in name.lower():
-                self._peak_flops(target, name, value)
+                check_peak_flops(self, target, name, value)
         return False
-
-    def _peak_flops(self, target: ast.AST, name: str, value: ast.AST) -> None:
-        lowered = name.lower()
-        big = isinstance(value, ast.Constant) and isinstance(value.value, (int, float)) and value.value >= 1e11
-        if big or "peak" in lowered or "promised" in lowered:
-            self.report(target, "ACC208", name, suggestion="peak FLOPs differ per device; take them from the selected device, not a GPU table")
 
     def visit_assign(self, node: ast.Assign) -> bool:
         self.whole_values.add(id(node.value))
@@ -667,29 +288,16 @@ class _Scan(DeviceChecks):
                 members = literal.elts if isinstance(literal, (ast.Tuple, ast.List, ast.Set)) else [literal]
                 for member in members:
                     if (str_value(member) or "").lower() == "nccl" and (
-                        "backend" not in (last_name(_callee(other)) or "").lower() or self._intentional(other)
+                        "backend" not in (last_name(_callee(other)) or "").lower() or self.intentional(other)
                     ):
                         self.done.add(id(member))
-        if self.device_type_test(node):
+        if check_device_test(self, node):
             for sub in (node.left, *node.comparators):
                 if str_value(sub) is not None:
                     self.done.add(id(sub))
                 elif isinstance(sub, (ast.Tuple, ast.List, ast.Set)):
                     self.done.update(id(e) for e in sub.elts)
         return True
-
-    def _intentional_guard(self, test: ast.AST) -> bool:
-        """``accel.device_type() == "cuda"``: code that asks on purpose; its branch is left alone."""
-        for sub in ast.walk(test):
-            if isinstance(sub, ast.Compare) and len(sub.ops) == 1:
-                left, right = sub.left, sub.comparators[0]
-                for a, b in ((left, right), (right, left)):
-                    literal = str_value(a)
-                    if literal is None and isinstance(a, (ast.Tuple, ast.List, ast.Set)):
-                        literal = next((s for s in map(str_value, a.elts) if s == "cuda"), None)
-                    if literal == "cuda" and self._intentional(b, _OWN):
-                        return True
-        return False
 
     def visit_if(self, node: ast.If) -> bool:
         if self._intentional_guard(node.test):
@@ -711,17 +319,8 @@ class _Scan(DeviceChecks):
     def visit_import_from(self, node: ast.ImportFrom) -> bool:
         if node.module and not node.level:
             self.manual_package(node, node.module)
-            if (node.module + ".").startswith(("torch.utils.cpp_extension.", "torch.utils.collect_env.")):
-                for alias in node.names:
-                    row = lookup(f"{node.module}.{alias.name}")
-                    if row is not None and row.kind == "manual" and f"{node.module}.{alias.name}".startswith(_IMPORT_REPORTED):
-                        self.report(node, row.code, f"imports {node.module}.{alias.name}", suggestion=row.hint)
+            self.imported_names(node)
         return False
-
-    def manual_package(self, node: ast.AST, module: str) -> None:
-        row = package_row(module)
-        if row is not None:
-            self.report(node, row.code, f"imports {module}", suggestion=row.hint)
 
     def visit_function(self, node: ast.FunctionDef) -> bool:
         if DEVICE_NAME.search(node.name):
@@ -763,7 +362,7 @@ class _Scan(DeviceChecks):
 def scan_source(
     source: str,
     path: str = "<string>",
-    plugin_rules: tuple[Rule, ...] = (),
+    rules: Sequence[Rule] | None = None,
     enabled: Callable[[str], bool] | None = None,
     precheck: bool = True,
 ) -> FileResult:
@@ -772,12 +371,15 @@ def scan_source(
     Args:
         source: the Python source.
         path: reported as the finding's file.
-        plugin_rules: extra rules (see :mod:`accel_abstraction.porting.rules`).
+        rules: the rules to report (:mod:`accel_abstraction.porting.rules`): every built-in
+            rule when ``None``; :func:`~.runner.load_rules` gives the built-in and the plugins' ones.
         enabled: ``enabled(code)`` filters reported codes (selection); all when ``None``.
         precheck: skip parsing when a cheap text test shows no rule can fire.
     """
-    if precheck and not any(not r.precheck for r in plugin_rules):
-        extra = [s for r in plugin_rules for s in r.precheck]
+    chosen = BUILTIN_RULES if rules is None else tuple(rules)
+    matching = tuple(r for r in chosen if r.matcher is not None or r.names)
+    if precheck and not any(not r.precheck for r in matching):
+        extra = [s for r in matching for s in r.precheck]
         if not might_couple(source, extra):
             return FileResult(path, skipped=True)
     try:
@@ -789,21 +391,10 @@ def scan_source(
     except (RecursionError, MemoryError):
         return FileResult(path, error=f"{path}: {TOO_DEEP}")
     try:
-        findings = _Scan(source, path, tree, plugin_rules).run()
+        findings = Scan(source, path, tree, matching).run()
     except RecursionError:
         return FileResult(path, error=f"{path}: {TOO_DEEP}")
-    quiet = suppressions(source)
-    kept: list[Finding] = []
-    seen: set[tuple[int, int, str]] = set()
-    for finding in sorted(findings, key=lambda f: (f.line, f.col, f.code)):
-        key = (finding.line, finding.col, finding.code)
-        if key in seen:
-            continue
-        seen.add(key)
-        if enabled is not None and not enabled(finding.code):
-            continue
-        codes = quiet.get(finding.line, frozenset())
-        if codes is None or finding.code in codes:
-            continue
-        kept.append(finding)
-    return FileResult(path, kept)
+    if chosen is not BUILTIN_RULES:
+        wanted = {r.code for r in chosen}
+        findings = [f for f in findings if f.code in wanted]
+    return FileResult(path, reported(findings, source, enabled))

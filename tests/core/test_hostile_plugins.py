@@ -204,7 +204,7 @@ def test_info_keeps_brackets_of_config_messages(
 
 def test_junk_scan_rule_drops_only_its_plugin() -> None:
     from accel_abstraction.porting.rules import BUILTIN_RULES, Rule
-    from accel_abstraction.porting.runner import load_plugin_rules
+    from accel_abstraction.porting.runner import load_rules
 
     good_rule = Rule("MYL001", "manual", "uses mylib.cuda", names=("mylib.cuda",))
 
@@ -222,8 +222,8 @@ def test_junk_scan_rule_drops_only_its_plugin() -> None:
         good=_Plugin(accel_scan_rules=good), junk=_Plugin(accel_scan_rules=junk), clash=_Plugin(accel_scan_rules=clash)
     )
     with pytest.warns(RuntimeWarning) as caught:
-        rules = load_plugin_rules()
-    assert rules == (good_rule,)
+        rules = load_rules()
+    assert rules == (*BUILTIN_RULES, good_rule)
     text = " | ".join(str(w.message) for w in caught)
     assert "plugin 'junk'" in text and "register() takes accel_abstraction.porting.rules.Rule, got str" in text
     assert "plugin 'clash'" in text and f"rule code {BUILTIN_RULES[0].code} is registered twice" in text

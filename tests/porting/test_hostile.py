@@ -115,10 +115,10 @@ def test_crash_on_one_file_is_summarised_and_leftover_temp_files_are_removed(
 
     real = codemod.port_source
 
-    def flaky(source: str, path: str, *args: object) -> object:
+    def flaky(source: str, path: str, *args: object, **kwargs: object) -> object:
         if path.endswith("b.py"):
             raise KeyError("boom")
-        return real(source, path, *args)  # type: ignore[arg-type]
+        return real(source, path, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(codemod, "port_source", flaky)
     assert main(["port", "--write", "."]) == 1
@@ -188,21 +188,14 @@ def test_jobs_must_be_positive(tree: Path, jobs: str, capsys: pytest.CaptureFixt
 
 @pytest.mark.parametrize("problem", ["unreadable", "not-utf8"])
 def test_unusable_pyproject_is_one_clear_error(
-    tree: Path, problem: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tree: Path, problem: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tree / "a.py").write_text(COUPLED)
     pyproject = tree / "pyproject.toml"
     if problem == "not-utf8":
         pyproject.write_bytes(b"[tool.accel.scan]\nignore = ['\xff']\n")
     else:
-        real_open = Path.open
-
-        def denied(self: Path, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
-            if self.name == "pyproject.toml":  # what chmod 000 does for a non-root user
-                raise PermissionError(13, "Permission denied", str(self))
-            return real_open(self, *args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(Path, "open", denied)
+        request.getfixturevalue("unreadable_pyproject")  # tests/conftest.py
     for command in ("scan", "port"):
         assert main([command, "a.py"]) == 2
         err = _err(capsys)

@@ -1,0 +1,45 @@
+"""ACC206: CUDA toolkit or NVIDIA driver query."""
+
+from __future__ import annotations
+
+from ..apis import manual, package
+from .base import Rule
+
+_HINT = "an NVIDIA/CUDA environment query; report accel.backend().name and accel.device_name() instead"
+
+RULE = Rule(
+    "ACC206",
+    "manual",
+    "CUDA toolkit or NVIDIA driver query",
+    "ask accel.backend() / accel.capabilities()",
+    portable=False,
+    apis=(
+        manual(
+            "torch.version.cuda", "a CUDA toolkit version; ask accel.backend().name / accel.capabilities()"
+        ),
+        *(
+            manual(f"torch.utils.collect_env.{name}", _HINT)
+            for name in (
+                "get_nvidia_driver_version",
+                "get_gpu_info",
+                "get_running_cuda_version",
+                "get_cudnn_version",
+                "get_nvidia_smi",
+                "get_cuda_module_loading_config",
+                "get_cachingallocator_config",
+            )
+        ),
+        package("pynvml", "NVML queries NVIDIA GPUs only; use accel.device_name() / accel.mem_get_info()"),
+    ),
+    examples=(
+        ("v = torch.version.cuda", None),
+        ('out = subprocess.run(["nvidia-smi"])', None),
+        ('nvcc = os.path.join(home, "bin", "nvcc")', None),
+        ("from torch.utils.collect_env import get_nvidia_driver_version", None),
+    ),
+    counterexamples=(
+        "from torch.utils.collect_env import get_pretty_env_info",
+        'print("install nvcc first")',
+        'row = ("nvcc version", version)',
+    ),
+)

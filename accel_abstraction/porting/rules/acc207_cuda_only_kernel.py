@@ -1,0 +1,52 @@
+"""ACC207: CUDA-only kernel or capability."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from ..apis import manual
+from ..guards import last_name, str_value
+from .base import Rule
+
+
+def fused_choices(nodes: Iterable[ast.AST]) -> set[int]:
+    """ids of nodes inside a value that chooses a fused kernel (``use_fused = ...``, ``fused=...``)."""
+    ids: set[int] = set()
+    for node in nodes:
+        values: list[ast.AST] = []
+        if isinstance(node, ast.Assign) and any("fused" in (last_name(t) or "") for t in node.targets):
+            values.append(node.value)
+        elif isinstance(node, ast.keyword) and node.arg == "fused":
+            values.append(node.value)
+        elif isinstance(node, ast.Dict):
+            values += [v for k, v in zip(node.keys, node.values, strict=True) if str_value(k) == "fused"]
+        for value in values:
+            ids.update(id(sub) for sub in ast.walk(value))
+    return ids
+
+
+RULE = Rule(
+    "ACC207",
+    "manual",
+    "CUDA-only kernel or capability",
+    "guard with accel.capabilities()",
+    portable=False,
+    apis=(
+        manual("torch._scaled_mm", "FP8 matmul is a capability question; guard with accel.capabilities()"),
+        manual(
+            "torch.nn.DataParallel",
+            "its scatter/gather are CUDA-only; use DistributedDataParallel under torchrun",
+        ),
+        manual(
+            "torch.nn.parallel.DataParallel",
+            "its scatter/gather are CUDA-only; use DistributedDataParallel under torchrun",
+        ),
+    ),
+    examples=(
+        ("opt = torch.optim.AdamW(params, fused=True)", None),
+        ("use_fused = device_type == 'cuda'", None),
+        ("y = torch._scaled_mm(a, b, scale_a=s, scale_b=s)", None),
+    ),
+    counterexamples=("opt = torch.optim.AdamW(params, fused=False)",),
+)
