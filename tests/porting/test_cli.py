@@ -167,13 +167,17 @@ def test_port_keeps_crlf_and_file_mode(tree: Path) -> None:
     assert path.stat().st_mode & 0o777 == 0o750
 
 
-def test_port_never_writes_a_file_that_does_not_parse(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = tree / "broken.py"
-    text = "x = y.cuda(\n"
+def _port_refused(tree: Path, name: str, text: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """Run ``accel port --write name`` on ``text``; check it failed and left the file as it was; its stderr."""
+    path = tree / name
     path.write_text(text)
-    assert main(["port", "--write", "broken.py"]) == 1
+    assert main(["port", "--write", name]) == 1
     assert path.read_text() == text
-    assert "cannot parse" in capsys.readouterr().err
+    return capsys.readouterr().err
+
+
+def test_port_never_writes_a_file_that_does_not_parse(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert "cannot parse" in _port_refused(tree, "broken.py", "x = y.cuda(\n", capsys)
 
 
 def test_port_reports_what_it_could_not_port(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -204,12 +208,8 @@ def test_plugin_rules_through_the_hook(tree: Path, capsys: pytest.CaptureFixture
 
 
 def test_port_refuses_when_accel_means_something_else(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = tree / "hf.py"
-    text = "from accelerate import Accelerator as accel\nx = y.cuda()\n"
-    path.write_text(text)
-    assert main(["port", "--write", "hf.py"]) == 1
-    assert path.read_text() == text
-    assert "hf.py:1: the name 'accel' is already bound" in capsys.readouterr().err
+    err = _port_refused(tree, "hf.py", "from accelerate import Accelerator as accel\nx = y.cuda()\n", capsys)
+    assert "hf.py:1: the name 'accel' is already bound" in err
 
 
 def test_progress_goes_to_stderr_and_only_when_asked_or_on_a_terminal(

@@ -33,6 +33,9 @@ SOURCES = HERE / "transformers_tests_sources.txt"
 
 @dataclass(frozen=True)
 class Sources:
+    """What ``transformers_tests_sources.txt`` pins: the repository, its release tag, that tag's commit and
+    the test paths a tree needs."""
+
     repo: str
     tag: str
     commit: str
