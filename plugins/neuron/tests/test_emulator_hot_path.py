@@ -11,6 +11,7 @@ import json
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 pytestmark = pytest.mark.usefixtures("neuron_emulator")
 
@@ -128,3 +129,42 @@ def test_an_unknown_hot_path_names_the_variable(run_python, monkeypatch):
     result = run_python(CHOICE)
     assert result.returncode != 0
     assert "ACCEL_NEURON_EMULATOR_HOT_PATH='turbo' (environment)" in result.stderr
+
+
+DROPOUT = """
+import json
+import torch
+import torch.nn.functional as F
+import torch.nn.functional as F
+from accel_neuron import emulator
+from accel_neuron.emulator import native
+emulator.install()
+
+
+def draws():
+    torch.manual_seed(3)
+    x = torch.arange(96.0).view(4, 24).to("neuron").requires_grad_()
+    y = F.dropout(x, 0.25, True)
+    y.square().sum().backward()
+    z = torch.ones(40, device="neuron")
+    F.dropout(z, 0.5, True, inplace=True)
+    gone = F.dropout(torch.ones(5, device="neuron"), 1.0, True)
+    after = torch.rand(3, device="neuron")  # the stream goes on where dropout left it
+    return native.hot_path(), [t.detach().cpu().tolist() for t in (y, x.grad, z, gone, after)]
+"""
+
+
+def test_compiled_dropout_draws_the_python_kernels_stream_bitwise(compiled, run_python, monkeypatch):
+    # the C++ dropout kernels (csrc/fast_path.cpp) replace composite_overrides' Python ones on this path
+    namespace: dict = {}
+    exec(DROPOUT.replace("emulator.install()", ""), namespace)
+    here, got = namespace["draws"]()
+    monkeypatch.setenv("ACCEL_NEURON_EMULATOR_HOT_PATH", "python")
+    result = run_python(DROPOUT + "print(json.dumps(draws()))")
+    assert result.returncode == 0, result.stderr[-2000:]
+    path, expected = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (path, here) == ("python", "native")
+    assert got == expected
+    assert 0 < sum(v == 0 for v in got[0][0] + got[0][1] + got[0][2] + got[0][3]) < 96  # some dropped, not all
+    with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but got 1.5"):
+        F.dropout(torch.ones(3, device="neuron"), 1.5)

@@ -109,10 +109,20 @@ def dedicated_cpu_kernel_ops() -> list[str]:
     return sorted(n for n in names if n.startswith("aten::") and has(n, "CPU") and not has(n, "PrivateUse1"))
 
 
-def register(lib: torch.library.Library) -> None:
-    """Register the CPU-shaped kernels in `lib` (an aten IMPL library)."""
-    lib.impl("dropout", _dropout, "AutogradPrivateUse1")
-    lib.impl("dropout_", _dropout_, "AutogradPrivateUse1")
+def register(lib: torch.library.Library, compiled: bool = False) -> None:
+    """Register the CPU-shaped kernels in `lib` (an aten IMPL library).
+
+    `compiled`: the compiled per-op path is on; dropout then takes the C++ core's kernels
+    (``csrc/fast_path.cpp``: the same ops in the same order as :func:`_dropout`, so the same
+    random stream) instead of these Python ones.
+    """
+    if compiled:
+        from . import native
+
+        native.enable_native_dropout()
+    else:
+        lib.impl("dropout", _dropout, "AutogradPrivateUse1")
+        lib.impl("dropout_", _dropout_, "AutogradPrivateUse1")
     lib.impl("scaled_dot_product_attention", _sdpa, "AutogradPrivateUse1")
     lib.impl("_efficientzerotensor", _efficientzerotensor, "PrivateUse1")
     for qualname in dedicated_cpu_kernel_ops():

@@ -194,6 +194,16 @@ def enable_fast_path(slow_ops: list[str], copy_ops: list[str], views: list[str],
         raise EmulatorError(f"the neuron emulator could not register its compiled per-op kernel: {reason}")
 
 
+def enable_native_dropout() -> None:
+    """Register the C++ core's ``aten::dropout``/``dropout_`` kernels (the CPU's decomposition) on neuron."""
+    assert _lib is not None
+    if _lib.accel_neuron_emulator_enable_native_dropout() != 0:
+        from .errors import EmulatorError
+
+        reason = _lib.accel_neuron_emulator_last_error().decode()
+        raise EmulatorError(f"the neuron emulator could not register its compiled dropout kernels: {reason}")
+
+
 _Stats = ctypes.c_int64 * 8
 
 

@@ -124,7 +124,7 @@ def register(count: int, source: str) -> None:
 
     from . import autocast_policy, compile, composite_overrides, flex_attention, limits, stream_ops
 
-    composite_overrides.register(aten)
+    composite_overrides.register(aten, compiled)
     stream_ops.register(aten)
     if compiled:
         has = torch._C._dispatch_has_kernel_for_dispatch_key

@@ -22,6 +22,7 @@
 // Entry points: torch ops accel_neuron_emu::{to_neuron, cpu_view, resize_storage} (storage.py's
 // native mode), and C functions for ctypes (registration, memory statistics).
 
+#include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/core/stack.h>
@@ -578,6 +579,43 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
 }
 
+// ---- dropout ------------------------------------------------------------------------------
+//
+// aten::dropout / dropout_ at AutogradPrivateUse1, as composite_overrides.py's Python kernels (the
+// python per-op path keeps those): the CPU's decomposition (noise.bernoulli_(1-p).div_(1-p) * input)
+// instead of the fused native_dropout PyTorch picks for PrivateUse1. Each sub-op is dispatched from
+// the top, as the Python kernel's are: autograd records them, and bernoulli_ takes the per-op path,
+// which draws from the device's default generator. Same ops in the same order: the same random stream.
+
+void check_dropout_p(double p) {
+  TORCH_CHECK_VALUE(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
+}
+
+at::Tensor dropout_noise(const at::Tensor& input, double p) {
+  at::Tensor noise = at::empty_like(input);
+  noise.bernoulli_(1 - p);
+  noise.div_(1 - p);
+  return noise;
+}
+
+at::Tensor zero_like_scalar(const at::Tensor& input) {
+  return at::zeros({}, at::TensorOptions().dtype(input.scalar_type()).device(input.device()));
+}
+
+at::Tensor dropout_kernel(const at::Tensor& input, double p, bool train) {
+  check_dropout_p(p);
+  if (!train || p == 0 || input.numel() == 0) return input;
+  if (p == 1) return input * zero_like_scalar(input);
+  return input * dropout_noise(input, p);
+}
+
+at::Tensor& dropout_inplace_kernel(at::Tensor& input, double p, bool train) {
+  check_dropout_p(p);
+  if (!train || p == 0 || input.numel() == 0) return input;
+  if (p == 1) return input.mul_(zero_like_scalar(input));
+  return input.mul_(dropout_noise(input, p));
+}
+
 std::vector<std::string> split_lines(const char* text) {
   std::vector<std::string> out;
   std::stringstream in(text == nullptr ? "" : text);
@@ -630,6 +668,21 @@ int accel_neuron_emulator_enable_fast_path(
     for (auto& s : split_lines(explicit_ops)) {
       ops_lib->impl(s.c_str(), torch::CppFunction::makeFromBoxedFunction<&fast_kernel>());
     }
+    return 0;
+  } catch (const std::exception& e) {
+    last_error = e.what();
+    return -1;
+  }
+}
+
+// Register the compiled dropout kernels (aten::dropout, dropout_) at AutogradPrivateUse1, replacing
+// the Python ones registered there before. Returns 0, or -1 with the reason in last_error().
+int accel_neuron_emulator_enable_native_dropout() {
+  try {
+    static auto* dropout_lib = new torch::Library(
+        torch::Library::IMPL, "aten", c10::DispatchKey::AutogradPrivateUse1, __FILE__, __LINE__);
+    dropout_lib->impl("dropout", TORCH_FN(dropout_kernel));
+    dropout_lib->impl("dropout_", TORCH_FN(dropout_inplace_kernel));
     return 0;
   } catch (const std::exception& e) {
     last_error = e.what();
