@@ -118,10 +118,8 @@ def _widen_accelerate_check(module: ModuleType) -> None:
         exposed_now = _exposed
         return (exposed_now is not None and exposed_now.device_type == device_type) or original(*args, **kwargs)
 
-    is_available.__wrapped_by_accel__ = True  # type: ignore[attr-defined]
     is_available.__name__ = name
-    is_available.__doc__ = original.__doc__
-    setattr(module, name, is_available)
+    _install(module, name, original, is_available)
 
 
 def _widen_bf16_check(module: ModuleType) -> None:
@@ -134,9 +132,7 @@ def _widen_bf16_check(module: ModuleType) -> None:
         backend = _exposed
         return original() or (backend is not None and bool(backend.is_bf16_supported()))
 
-    is_torch_bf16_gpu_available.__wrapped_by_accel__ = True  # type: ignore[attr-defined]
-    is_torch_bf16_gpu_available.__doc__ = original.__doc__
-    setattr(module, name, is_torch_bf16_gpu_available)
+    _install(module, name, original, is_torch_bf16_gpu_available)
 
 
 def device_rng_file(checkpoint: str | os.PathLike[str], device_type: str, world_size: int, process_index: int) -> str:
@@ -158,13 +154,17 @@ def _carry_device_rng(module: ModuleType) -> None:
         backend = _exposed
         if backend is None:
             return
+        import io
+
         import torch
+
+        from ..safe_io import atomic_write
 
         states = backend.get_rng_state_all() if _distributed(self) else backend.get_rng_state()
         path = device_rng_file(output_dir, backend.device_type, self.args.world_size, self.args.process_index)
-        tmp = f"{path}.tmp{os.getpid()}"
-        torch.save(states, tmp)
-        os.replace(tmp, path)
+        buffer = io.BytesIO()
+        torch.save(states, buffer)
+        atomic_write(path, buffer.getvalue(), what="the device RNG state")
 
     def _load_rng_state(self: Any, checkpoint: str | None) -> None:
         load(self, checkpoint)
@@ -182,11 +182,8 @@ def _carry_device_rng(module: ModuleType) -> None:
         else:
             backend.set_rng_state(states)
 
-    _save_rng_state.__wrapped_by_accel__ = True  # type: ignore[attr-defined]
-    _save_rng_state.__doc__ = save.__doc__
-    _load_rng_state.__doc__ = load.__doc__
-    trainer._save_rng_state = _save_rng_state
-    trainer._load_rng_state = _load_rng_state
+    _install(trainer, "_save_rng_state", save, _save_rng_state)
+    _install(trainer, "_load_rng_state", load, _load_rng_state)
 
 
 def _distributed(trainer: Any) -> bool:
@@ -207,14 +204,20 @@ def _relink_prepared_optimizers(module: ModuleType) -> None:
             return prepare(self, *args, **kwargs)
         before = self._get_named_parameters(*args, drop_refs=False)
         result = prepare(self, *args, **kwargs)
-        after = self._get_named_parameters(*(result if isinstance(result, tuple) else (result,)), drop_refs=False)
+        prepared = result if isinstance(result, tuple) else (result,)
+        after = self._get_named_parameters(*prepared, drop_refs=False)
         moved = {p: after[n] for n, p in before.items() if n in after and after[n] is not p}
-        for obj in result if isinstance(result, tuple) else (result,):
+        for obj in prepared:
             inner = getattr(obj, "optimizer", obj)  # accelerate's AcceleratedOptimizer wraps the user's
             for group in getattr(inner, "param_groups", ()) if moved else ():
                 group["params"] = [moved.get(p, p) for p in group["params"]]
         return result
 
-    prepare_and_relink.__wrapped_by_accel__ = True  # type: ignore[attr-defined]
-    prepare_and_relink.__doc__ = prepare.__doc__
-    accelerator.prepare = prepare_and_relink
+    _install(accelerator, "prepare", prepare, prepare_and_relink)
+
+
+def _install(owner: Any, name: str, original: Callable[..., Any], replacement: Callable[..., Any]) -> None:
+    """Put ``replacement`` at ``owner.name`` in place of ``original``, marked so a second install is a no-op."""
+    replacement.__wrapped_by_accel__ = True  # type: ignore[attr-defined]
+    replacement.__doc__ = original.__doc__
+    setattr(owner, name, replacement)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from accel_abstraction.integrations import huggingface
+from accel_abstraction.safe_io import TEMP_SUFFIX
 
 
 class _Backend:
@@ -109,8 +112,10 @@ def test_trainer_checkpoints_carry_the_device_rng_state(tmp_path: Path, mode: st
     huggingface._carry_device_rng(module)  # type: ignore[arg-type]
     huggingface._carry_device_rng(module)  # type: ignore[arg-type]  (a second call does not wrap twice)
     trainer = module.Trainer()  # type: ignore[attr-defined]
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, timeout=60)
+    (tmp_path / f".{name}.{dead.stdout.strip()}.abc123{TEMP_SUFFIX}").write_bytes(b"half")  # a save that was killed
     trainer._save_rng_state(str(tmp_path))
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["rng_state.pth", name])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["rng_state.pth", name])  # whole file, temp gone
     expected = [torch.rand(3, generator=g) for g in backend.generators]  # what the saved states draw next
     trainer._load_rng_state(str(tmp_path))
     drawn = [torch.rand(3, generator=g) for g in backend.generators]
