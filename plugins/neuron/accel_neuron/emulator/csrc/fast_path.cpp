@@ -2,9 +2,11 @@
 //
 // Storages. A neuron storage is a PrivateUse1 c10::StorageImpl whose DataPtr points at CPU memory
 // and whose DataPtr context (NeuronMemory) holds everything the emulator keeps per allocation:
-// the CPU storage that owns the memory (kept alive), a non-resizable CPU alias of it (what CPU
+// the CPU storage that owns the memory (kept alive), a non-resizable CPU storage over it (what CPU
 // kernels get, so no kernel can reallocate memory under a neuron storage), the device index and
-// the size counted in the memory statistics. The context is freed with the DataPtr, which is when
+// the size counted in the memory statistics. A fresh CPU storage (a kernel's result: nothing else
+// holds it, its memory came from the CPU allocator) is taken over: made non-resizable, it is both;
+// any other gets a separate non-resizable alias. The context is freed with the DataPtr, which is when
 // the allocation is counted as freed; swapping or replacing a storage's DataPtr (resize) moves the
 // bookkeeping with the memory. A map from data pointer to (weak) neuron storage finds the neuron
 // storage of a CPU result over memory that already belongs to one (views, in-place results).
@@ -30,8 +32,16 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/core/TensorImpl.h>
+#include <c10/util/SmallVector.h>
 #include <c10/util/intrusive_ptr.h>
 #include <torch/library.h>
+
+#include <ATen/ops/_reshape_alias_ops.h>
+#include <ATen/ops/as_strided_ops.h>
+#include <ATen/ops/unfold_ops.h>
+#include <ATen/ops/view_as_complex_ops.h>
+#include <ATen/ops/view_as_real_ops.h>
+#include <ATen/ops/view_ops.h>
 
 #include <array>
 #include <atomic>
@@ -59,12 +69,13 @@ constexpr int kMaxDevices = 64;
 enum Stat { kAllocated, kPeak, kAllocCount, kFreeCount, kAllocatedTotal, kFreedTotal, kCurrentCount, kPeakCount };
 constexpr int kStats = 8;
 
+// One lock for the memory statistics and the pointer map below: a storage's birth and death touch both.
 std::mutex stats_mutex;
 std::array<std::array<int64_t, kStats>, kMaxDevices> stats{};
 std::atomic<bool> device_used{false};
 
-void count_allocation(int index, int64_t nbytes) {
-  std::lock_guard<std::mutex> lock(stats_mutex);
+// Caller holds stats_mutex.
+void count_allocation_locked(int index, int64_t nbytes) {
   auto& s = stats[index];
   s[kAllocated] += nbytes;
   s[kAllocCount] += 1;
@@ -74,8 +85,8 @@ void count_allocation(int index, int64_t nbytes) {
   if (s[kCurrentCount] > s[kPeakCount]) s[kPeakCount] = s[kCurrentCount];
 }
 
-void count_free(int index, int64_t nbytes) {
-  std::lock_guard<std::mutex> lock(stats_mutex);
+// Caller holds stats_mutex.
+void count_free_locked(int index, int64_t nbytes) {
   auto& s = stats[index];
   s[kAllocated] -= nbytes;
   s[kFreeCount] += 1;
@@ -99,27 +110,24 @@ struct MapEntry {
   c10::weak_intrusive_ptr<c10::StorageImpl> storage;
   const NeuronMemory* memory;
 };
-std::mutex map_mutex;
-std::unordered_map<const void*, MapEntry> by_ptr;  // data pointer -> the neuron storage over it
+std::unordered_map<const void*, MapEntry> by_ptr;  // data pointer -> the neuron storage over it (stats_mutex)
 
 // DataPtr context of a neuron storage.
 struct NeuronMemory {
   c10::Storage owner;  // the CPU storage that owns the memory
-  c10::Storage alias;  // non-resizable CPU storage over the same memory, handed to CPU kernels
+  c10::Storage alias;  // non-resizable CPU storage over the same memory, handed to CPU kernels (may be owner)
   const void* ptr;
   int64_t nbytes;
   int index;
 
   ~NeuronMemory() {
     if (nbytes != 0) {
-      {
-        std::lock_guard<std::mutex> lock(map_mutex);
-        auto it = by_ptr.find(ptr);
-        if (it != by_ptr.end() && it->second.memory == this) {
-          by_ptr.erase(it);
-        }
+      std::lock_guard<std::mutex> lock(stats_mutex);
+      auto it = by_ptr.find(ptr);
+      if (it != by_ptr.end() && it->second.memory == this) {
+        by_ptr.erase(it);
       }
-      count_free(index, nbytes);
+      count_free_locked(index, nbytes);
     }
   }
 };
@@ -142,23 +150,38 @@ c10::Storage owner_of(const c10::Storage& cpu) {
   return cpu;
 }
 
-// A DataPtr for neuron memory over `cpu`'s bytes on device `index`, counted as allocated.
-c10::DataPtr neuron_data_ptr(const c10::Storage& cpu, int index, c10::StorageImpl* for_storage) {
+c10::DeleterFnPtr cpu_deleter = nullptr;  // the CPU allocator's: memory a storage allocated itself
+
+// Whether CPU storage `cpu` is fresh: nothing but its one tensor holds it, and its memory is its own
+// (the CPU allocator's), so no neuron storage is over that memory yet.
+inline bool is_fresh(const c10::Storage& cpu) {
+  return cpu.use_count() == 1 && cpu_deleter != nullptr && cpu.data_ptr().get_deleter() == cpu_deleter;
+}
+
+// A DataPtr for neuron memory over `cpu`'s bytes on device `index`, counted as allocated. `take_over`
+// (a fresh `cpu`): `cpu` becomes non-resizable and is handed to CPU kernels itself, without an alias.
+c10::DataPtr neuron_data_ptr(const c10::Storage& cpu, int index, c10::StorageImpl* for_storage, bool take_over) {
   auto* mem = new NeuronMemory();
-  mem->owner = owner_of(cpu);
   void* ptr = const_cast<void*>(cpu.data_ptr().get());
   int64_t nbytes = static_cast<int64_t>(cpu.nbytes());
   mem->ptr = ptr;
   mem->nbytes = nbytes;
   mem->index = index;
-  mem->alias = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
-      c10::StorageImpl::use_byte_size_t(), nbytes,
-      c10::DataPtr(ptr, new AliasContext{mem->owner}, &delete_alias, c10::Device(c10::DeviceType::CPU)),
-      /*allocator=*/nullptr, /*resizable=*/false));
+  if (take_over) {
+    cpu.unsafeGetStorageImpl()->set_resizable(false);
+    mem->owner = cpu;
+    mem->alias = cpu;
+  } else {
+    mem->owner = owner_of(cpu);
+    mem->alias = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+        c10::StorageImpl::use_byte_size_t(), nbytes,
+        c10::DataPtr(ptr, new AliasContext{mem->owner}, &delete_alias, c10::Device(c10::DeviceType::CPU)),
+        /*allocator=*/nullptr, /*resizable=*/false));
+  }
   c10::DataPtr dp(ptr, mem, &delete_memory, c10::Device(kNeuron, static_cast<c10::DeviceIndex>(index)));
   if (nbytes != 0) {
-    count_allocation(index, nbytes);
-    std::lock_guard<std::mutex> lock(map_mutex);
+    std::lock_guard<std::mutex> lock(stats_mutex);
+    count_allocation_locked(index, nbytes);
     MapEntry entry{c10::weak_intrusive_ptr<c10::StorageImpl>(
                        c10::intrusive_ptr<c10::StorageImpl>::unsafe_reclaim_from_nonowning(for_storage)),
                    mem};
@@ -179,13 +202,13 @@ c10::DataPtr neuron_data_ptr(const c10::Storage& cpu, int index, c10::StorageImp
   return dp;
 }
 
-c10::intrusive_ptr<c10::StorageImpl> new_storage_over(const c10::Storage& cpu, int index) {
+c10::intrusive_ptr<c10::StorageImpl> new_storage_over(const c10::Storage& cpu, int index, bool take_over) {
   // The StorageImpl first (with an empty DataPtr), so the map can point at it.
   auto st = c10::make_intrusive<c10::StorageImpl>(
       c10::StorageImpl::use_byte_size_t(), 0,
       c10::DataPtr(nullptr, c10::Device(kNeuron, static_cast<c10::DeviceIndex>(index))),
       /*allocator=*/nullptr, /*resizable=*/false);
-  st->set_data_ptr_noswap(neuron_data_ptr(cpu, index, st.get()));
+  st->set_data_ptr_noswap(neuron_data_ptr(cpu, index, st.get(), take_over));
   st->set_nbytes(cpu.nbytes());
   return st;
 }
@@ -195,10 +218,13 @@ c10::intrusive_ptr<c10::StorageImpl> new_storage_over(const c10::Storage& cpu, i
 c10::intrusive_ptr<c10::StorageImpl> neuron_storage_for(const c10::Storage& cpu, int* index) {
   const void* ptr = cpu.data_ptr().get();
   size_t nbytes = cpu.nbytes();
+  if (is_fresh(cpu)) {
+    return new_storage_over(cpu, *index, /*take_over=*/true);
+  }
   if (nbytes != 0 && ptr != nullptr) {
     c10::intrusive_ptr<c10::StorageImpl> found;
     {
-      std::lock_guard<std::mutex> lock(map_mutex);
+      std::lock_guard<std::mutex> lock(stats_mutex);
       auto it = by_ptr.find(ptr);
       if (it != by_ptr.end()) {
         found = it->second.storage.lock();
@@ -209,7 +235,18 @@ c10::intrusive_ptr<c10::StorageImpl> neuron_storage_for(const c10::Storage& cpu,
       return found;
     }
   }
-  return new_storage_over(cpu, *index);
+  return new_storage_over(cpu, *index, /*take_over=*/false);
+}
+
+// Geometry and lazy bits of `from` onto `impl` (int sizes when they are plain ints: cheaper).
+inline void copy_geometry(c10::TensorImpl* impl, const at::Tensor& from) {
+  if (from.unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
+    impl->set_sizes_and_strides(from.sym_sizes(), from.sym_strides(), from.sym_storage_offset());
+  } else {
+    impl->set_sizes_and_strides(from.sizes(), from.strides(), from.storage_offset());
+  }
+  if (from.is_conj()) impl->_set_conj(true);
+  if (from.is_neg()) impl->_set_neg(true);
 }
 
 // A neuron tensor over the memory of CPU tensor `c` (zero-copy, same geometry and dtype).
@@ -221,9 +258,7 @@ at::Tensor to_neuron(const at::Tensor& c, int64_t index) {
   auto st = neuron_storage_for(c.storage(), &i);
   auto impl = c10::make_intrusive<c10::TensorImpl>(
       c10::Storage(std::move(st)), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c.dtype());
-  impl->set_sizes_and_strides(c.sym_sizes(), c.sym_strides(), c.sym_storage_offset());
-  if (c.is_conj()) impl->_set_conj(true);
-  if (c.is_neg()) impl->_set_neg(true);
+  copy_geometry(impl.get(), c);
   return at::Tensor(std::move(impl));
 }
 
@@ -231,9 +266,7 @@ at::Tensor to_neuron(const at::Tensor& c, int64_t index) {
 at::Tensor cpu_view_of(const at::Tensor& t, const NeuronMemory* mem) {
   auto impl = c10::make_intrusive<c10::TensorImpl>(
       c10::Storage(mem->alias), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
-  impl->set_sizes_and_strides(t.sym_sizes(), t.sym_strides(), t.sym_storage_offset());
-  if (t.is_conj()) impl->_set_conj(true);
-  if (t.is_neg()) impl->_set_neg(true);
+  copy_geometry(impl.get(), t);
   return at::Tensor(std::move(impl));
 }
 
@@ -267,7 +300,7 @@ void resize_storage(const at::Tensor& t, int64_t nbytes) {
   if (keep > 0) {
     std::memcpy(fresh.mutable_data(), st->data(), static_cast<size_t>(keep));
   }
-  c10::DataPtr dp = neuron_data_ptr(fresh, index, st);
+  c10::DataPtr dp = neuron_data_ptr(fresh, index, st, /*take_over=*/true);
   st->set_data_ptr_noswap(std::move(dp));  // the old DataPtr goes: counted as freed
   st->set_nbytes(nbytes);
 }
@@ -286,7 +319,7 @@ struct Plan {
 };
 
 std::mutex plans_mutex;
-std::unordered_map<const c10::FunctionSchema*, std::unique_ptr<Plan>> plans;
+std::unordered_map<c10::OperatorHandle, std::unique_ptr<Plan>> plans;  // never shrinks: Plan pointers stay valid
 std::unordered_set<std::string> slow_names;  // op names the Python kernel must handle (fallback.py's tables)
 std::unordered_set<std::string> copy_names;  // copies (fallback.py's _COPY_OPS)
 std::unordered_set<std::string> view_names;  // "name" or "name.overload" of device-agnostic views
@@ -380,14 +413,16 @@ std::unique_ptr<Plan> make_plan(const c10::OperatorHandle& op) {
 }
 
 const Plan& plan_for(const c10::OperatorHandle& op) {
-  const c10::FunctionSchema* key = &op.schema();
+  thread_local std::unordered_map<c10::OperatorHandle, const Plan*> seen;  // no lock on the way back
+  auto hit = seen.find(op);
+  if (hit != seen.end()) return *hit->second;
   std::lock_guard<std::mutex> lock(plans_mutex);
-  auto it = plans.find(key);
-  if (it != plans.end()) return *it->second;
-  auto made = make_plan(op);
-  const Plan& ref = *made;
-  plans.emplace(key, std::move(made));
-  return ref;
+  auto it = plans.find(op);
+  if (it == plans.end()) {
+    it = plans.emplace(op, make_plan(op)).first;
+  }
+  seen.emplace(op, it->second.get());
+  return *it->second;
 }
 
 void slow(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -440,8 +475,8 @@ inline c10::IValue wrap(c10::IValue&& out, int index) {
   return std::move(out);
 }
 
-void view_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const c10::IValue& self = (*stack)[stack->size() - op.schema().arguments().size()];
+void view_kernel(const c10::OperatorHandle& op, const Plan& plan, torch::jit::Stack* stack) {
+  const c10::IValue& self = (*stack)[stack->size() - plan.nargs];
   if (!self.isTensor() || self.toTensor().device().type() != kNeuron) {
     slow(op, stack);  // the Python kernel raises the device error
     return;
@@ -453,7 +488,7 @@ void view_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const Plan& plan = plan_for(op);
   if (plan.view) {
-    view_kernel(op, stack);
+    view_kernel(op, plan, stack);
     return;
   }
   if (!plan.fast) {
@@ -519,7 +554,7 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     if (!generator.defined()) return slow(op, stack);
   }
 
-  std::vector<c10::IValue> orig(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
+  c10::SmallVector<c10::IValue, 8> orig(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
   for (size_t i = 0; i < n; ++i) {
     c10::IValue& a = (*stack)[base + i];
     switch (plan.kinds[i]) {
@@ -577,6 +612,46 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       out = wrap(std::move(out), out_index);
     }
   }
+}
+
+// ---- unboxed device-agnostic views ---------------------------------------------------------
+//
+// The views whose CPU kernel only re-points a tensor at its own storage (kernels.py's
+// DEVICE_AGNOSTIC_VIEWS) run that kernel on the neuron tensor itself, unboxed: the boxed
+// kernel above would box and unbox their size lists on every call (about 1 us a view; a
+// transformer step makes hundreds). Their only tensor is `self`, so reaching PrivateUse1 means
+// `self` is a neuron tensor.
+
+template <class Op, class Sig = typename Op::schema>
+struct CpuView;
+
+template <class Op, class R, class... Args>
+struct CpuView<Op, R(Args...)> {
+  static R call(Args... args) {
+    fast_calls.fetch_add(1, std::memory_order_relaxed);
+    return Op::redispatch(c10::DispatchKeySet(c10::DispatchKey::CPU), std::forward<Args>(args)...);
+  }
+};
+
+using ViewRegistrar = void (*)(torch::Library&, const char*);
+template <class Op>
+void register_view(torch::Library& lib, const char* name) {
+  lib.impl(name, TORCH_FN(CpuView<Op>::call));
+}
+
+// name (kernels.py's spelling) -> registration of its unboxed kernel
+const std::unordered_map<std::string, ViewRegistrar>& unboxed_views() {
+  static const std::unordered_map<std::string, ViewRegistrar> table = {
+      {"as_strided", &register_view<at::_ops::as_strided>},
+      {"as_strided_", &register_view<at::_ops::as_strided_>},
+      {"view", &register_view<at::_ops::view>},
+      {"view.dtype", &register_view<at::_ops::view_dtype>},
+      {"_reshape_alias", &register_view<at::_ops::_reshape_alias>},
+      {"unfold", &register_view<at::_ops::unfold>},
+      {"view_as_real", &register_view<at::_ops::view_as_real>},
+      {"view_as_complex", &register_view<at::_ops::view_as_complex>},
+  };
+  return table;
 }
 
 // ---- dropout ------------------------------------------------------------------------------
@@ -657,6 +732,7 @@ extern "C" {
 int accel_neuron_emulator_enable_fast_path(
     const char* slow_ops, const char* copy_ops, const char* views, const char* explicit_ops) {
   try {
+    cpu_deleter = c10::GetCPUAllocator()->raw_deleter();
     for (auto& s : split_lines(slow_ops)) slow_names.insert(s);
     for (auto& s : split_lines(copy_ops)) copy_names.insert(s);
     for (auto& s : split_lines(views)) view_names.insert(s);
@@ -665,8 +741,14 @@ int accel_neuron_emulator_enable_fast_path(
     fallback_lib->fallback(torch::CppFunction::makeFromBoxedFunction<&fast_kernel>());
     static auto* ops_lib =
         new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+    const auto& unboxed = unboxed_views();
     for (auto& s : split_lines(explicit_ops)) {
-      ops_lib->impl(s.c_str(), torch::CppFunction::makeFromBoxedFunction<&fast_kernel>());
+      auto it = view_names.count(s) != 0 ? unboxed.find(s) : unboxed.end();
+      if (it != unboxed.end()) {
+        it->second(*ops_lib, s.c_str());
+      } else {
+        ops_lib->impl(s.c_str(), torch::CppFunction::makeFromBoxedFunction<&fast_kernel>());
+      }
     }
     return 0;
   } catch (const std::exception& e) {
