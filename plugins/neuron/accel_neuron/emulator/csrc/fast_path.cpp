@@ -19,7 +19,9 @@
 // dispatch, as the Python path does), returns written arguments as passed and wraps other CPU
 // results as neuron tensors over the same memory. Every other call is redispatched to the
 // PrivateUse3 key, where the Python kernel (fallback.py) is registered: it raises the device
-// errors, handles generators, out= resizing, accelerator-only dtypes, and the rest.
+// errors, handles generators, out= resizing, accelerator-only dtypes, and the rest. The ops a
+// training step calls most, and the device-agnostic views, get typed (unboxed) kernels that do the
+// same without boxing their arguments (see "unboxed kernels" below).
 //
 // Entry points: torch ops accel_neuron_emu::{to_neuron, cpu_view, resize_storage} (storage.py's
 // native mode), and C functions for ctypes (registration, memory statistics).
@@ -36,6 +38,49 @@
 #include <c10/util/intrusive_ptr.h>
 #include <torch/library.h>
 
+#include <ATen/ops/_log_softmax_ops.h>
+#include <ATen/ops/_log_softmax_backward_data_ops.h>
+#include <ATen/ops/_softmax_ops.h>
+#include <ATen/ops/_softmax_backward_data_ops.h>
+#include <ATen/ops/add_ops.h>
+#include <ATen/ops/addcmul_ops.h>
+#include <ATen/ops/addmm_ops.h>
+#include <ATen/ops/bitwise_not_ops.h>
+#include <ATen/ops/bmm_ops.h>
+#include <ATen/ops/clone_ops.h>
+#include <ATen/ops/div_ops.h>
+#include <ATen/ops/embedding_dense_backward_ops.h>
+#include <ATen/ops/exp_ops.h>
+#include <ATen/ops/gather_ops.h>
+#include <ATen/ops/gelu_ops.h>
+#include <ATen/ops/gelu_backward_ops.h>
+#include <ATen/ops/index_select_ops.h>
+#include <ATen/ops/masked_fill_ops.h>
+#include <ATen/ops/mean_ops.h>
+#include <ATen/ops/mm_ops.h>
+#include <ATen/ops/mse_loss_ops.h>
+#include <ATen/ops/mse_loss_backward_ops.h>
+#include <ATen/ops/mul_ops.h>
+#include <ATen/ops/native_layer_norm_ops.h>
+#include <ATen/ops/native_layer_norm_backward_ops.h>
+#include <ATen/ops/neg_ops.h>
+#include <ATen/ops/nll_loss_backward_ops.h>
+#include <ATen/ops/nll_loss_forward_ops.h>
+#include <ATen/ops/pow_ops.h>
+#include <ATen/ops/relu_ops.h>
+#include <ATen/ops/rsqrt_ops.h>
+#include <ATen/ops/sigmoid_ops.h>
+#include <ATen/ops/sigmoid_backward_ops.h>
+#include <ATen/ops/silu_ops.h>
+#include <ATen/ops/silu_backward_ops.h>
+#include <ATen/ops/sort_ops.h>
+#include <ATen/ops/sqrt_ops.h>
+#include <ATen/ops/sub_ops.h>
+#include <ATen/ops/sum_ops.h>
+#include <ATen/ops/tanh_ops.h>
+#include <ATen/ops/tanh_backward_ops.h>
+#include <ATen/ops/threshold_backward_ops.h>
+#include <ATen/ops/where_ops.h>
 #include <ATen/ops/_reshape_alias_ops.h>
 #include <ATen/ops/as_strided_ops.h>
 #include <ATen/ops/unfold_ops.h>
@@ -45,6 +90,8 @@
 
 #include <array>
 #include <atomic>
+#include <tuple>
+#include <type_traits>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -654,6 +701,148 @@ const std::unordered_map<std::string, ViewRegistrar>& unboxed_views() {
   return table;
 }
 
+// ---- unboxed kernels for frequent ops --------------------------------------------------------
+//
+// The boxed kernel above boxes every call into an IValue stack and calls the CPU kernel boxed,
+// which unboxes it again: about 0.5 us of the ~1.3 us an op costs. The ops a training step calls
+// most (UNBOXED_OPS) get a typed kernel doing what fast_kernel does for their arguments (only
+// tensors and plain values: no lists, devices or generators): the same checks (note()), CPU views
+// for neuron tensors, the op called from the top, written arguments returned as passed, other CPU
+// results wrapped as neuron tensors, and the Python kernel (PrivateUse3) for every other case. An op
+// gets one only where the boxed kernel serves it now and its plan (make_plan) is the fast, plain kind.
+
+inline bool check_arg(const at::Tensor& t, int* index) {
+  return note(t, false, false, index);
+}
+inline bool check_arg(const std::optional<at::Tensor>& t, int* index) {
+  return !t.has_value() || note(*t, false, false, index);
+}
+template <class T>
+inline bool check_arg(const T& /*value*/, int* /*index*/) {
+  using D = std::decay_t<T>;
+  static_assert(
+      !std::is_same_v<D, std::optional<at::Generator>> && !std::is_same_v<D, at::Generator> &&
+          !std::is_same_v<D, c10::Device> && !std::is_same_v<D, std::optional<c10::Device>> &&
+          !std::is_same_v<D, at::TensorList> && !std::is_same_v<D, at::ITensorListRef>,
+      "unboxed kernels take tensors and plain values only");
+  return true;
+}
+
+inline at::Tensor cpu_arg(const at::Tensor& t) {
+  return view_if_neuron(t);
+}
+inline std::optional<at::Tensor> cpu_arg(const std::optional<at::Tensor>& t) {
+  return t.has_value() ? std::optional<at::Tensor>(view_if_neuron(*t)) : std::nullopt;
+}
+template <class T>
+inline std::decay_t<T> cpu_arg(const T& value) {
+  return value;
+}
+
+inline at::Tensor wrap_result(at::Tensor&& t, int index) {
+  if (t.defined() && t.device().type() == c10::DeviceType::CPU) return to_neuron(t, index);
+  return std::move(t);
+}
+template <class... T>
+inline std::tuple<T...> wrap_result(std::tuple<T...>&& t, int index) {
+  return std::apply([index](auto&&... x) { return std::tuple<T...>(wrap_result(std::move(x), index)...); }, std::move(t));
+}
+
+template <class Op, class Sig = typename Op::schema>
+struct Unboxed;
+
+template <class Op, class R, class First, class... Rest>
+struct Unboxed<Op, R(First, Rest...)> {
+  static constexpr bool kInPlace = std::is_same_v<R, at::Tensor&>;  // returns its first argument
+  static_assert(!kInPlace || std::is_same_v<First, at::Tensor&>, "an in-place op returns its first argument");
+
+  static R slow_path(First first, Rest... rest) {
+    slow_calls.fetch_add(1, std::memory_order_relaxed);
+    return Op::redispatch(c10::DispatchKeySet(c10::DispatchKey::PrivateUse3), std::forward<First>(first),
+                          std::forward<Rest>(rest)...);
+  }
+
+  static R call(First first, Rest... rest) {
+    int index = -1;
+    if (!(check_arg(first, &index) && (check_arg(rest, &index) && ...)) || index < 0) {
+      return slow_path(std::forward<First>(first), std::forward<Rest>(rest)...);
+    }
+    auto cpu = std::make_tuple(cpu_arg(first), cpu_arg(rest)...);
+    try {
+      if constexpr (kInPlace) {
+        std::apply([](auto&... a) { Op::call(a...); }, cpu);
+        fast_calls.fetch_add(1, std::memory_order_relaxed);
+        return first;
+      } else {
+        R out = std::apply([](auto&... a) { return Op::call(a...); }, cpu);
+        fast_calls.fetch_add(1, std::memory_order_relaxed);
+        return wrap_result(std::move(out), index);
+      }
+    } catch (const c10::NotImplementedError&) {
+      // A dtype the CPU kernel rejects: the Python kernel computes it as CUDA does, if covered.
+      return slow_path(std::forward<First>(first), std::forward<Rest>(rest)...);
+    }
+  }
+};
+
+template <class Op>
+struct UnboxedOp {
+  static constexpr const char* name = Op::name;
+  static constexpr const char* overload = Op::overload_name;
+  static constexpr bool in_place = Unboxed<Op>::kInPlace;
+  static void register_in(torch::Library& lib, const char* qualname) {
+    lib.impl(qualname, TORCH_FN(Unboxed<Op>::call));
+  }
+};
+
+struct UnboxedEntry {
+  const char* name;      // "aten::mul"
+  const char* overload;  // "Tensor"
+  bool in_place;
+  void (*register_in)(torch::Library&, const char*);
+};
+
+template <class... Ops>
+std::vector<UnboxedEntry> unboxed_entries() {
+  return {UnboxedEntry{UnboxedOp<Ops>::name, UnboxedOp<Ops>::overload, UnboxedOp<Ops>::in_place,
+                       &UnboxedOp<Ops>::register_in}...};
+}
+
+// The ops a training step (examples/train.py, the MLP and transformer benchmarks) calls most.
+const std::vector<UnboxedEntry>& unboxed_ops() {
+  namespace o = at::_ops;
+  static const std::vector<UnboxedEntry> table = unboxed_entries<
+      o::mm, o::addmm, o::bmm, o::mul_Tensor, o::mul_Scalar, o::mul__Tensor, o::mul__Scalar, o::add_Tensor,
+      o::add__Tensor, o::add_Scalar, o::div_Tensor, o::div__Tensor, o::div__Scalar, o::div_Scalar, o::sub_Tensor,
+      o::clone, o::native_layer_norm, o::native_layer_norm_backward, o::sum_dim_IntList, o::sum, o::gelu,
+      o::gelu_backward, o::relu, o::threshold_backward, o::_softmax, o::_softmax_backward_data,
+      o::masked_fill_Scalar, o::bitwise_not, o::_log_softmax, o::_log_softmax_backward_data, o::nll_loss_forward,
+      o::nll_loss_backward, o::embedding_dense_backward, o::index_select, o::mse_loss, o::mse_loss_backward,
+      o::addcmul, o::where_self, o::neg, o::sqrt, o::mean_dim, o::tanh, o::tanh_backward, o::sigmoid,
+      o::sigmoid_backward, o::silu, o::silu_backward, o::exp, o::rsqrt, o::pow_Tensor_Scalar, o::gather>();
+  return table;
+}
+
+// Whether the boxed kernel serves `op` now and its plan is the plain fast kind an unboxed kernel handles.
+bool unboxed_fits(const c10::OperatorHandle& op, const UnboxedEntry& e, bool listed) {
+  using K = c10::DispatchKey;
+  if (!listed && (op.hasKernelForDispatchKey(K::PrivateUse1) || op.hasKernelForDispatchKey(K::CompositeExplicitAutograd) ||
+                  op.hasKernelForDispatchKey(K::CompositeExplicitAutogradNonFunctional) ||
+                  op.hasKernelForDispatchKey(K::CompositeImplicitAutograd))) {
+    return false;
+  }
+  const Plan& plan = plan_for(op);
+  if (!plan.fast || plan.view || plan.copy) return false;
+  for (ArgKind k : plan.kinds) {
+    if (k != ArgKind::kTensor && k != ArgKind::kOther) return false;
+  }
+  for (size_t r = 0; r < plan.ret_src.size(); ++r) {
+    int want = e.in_place && r == 0 ? 0 : -1;
+    if (plan.ret_src[r] != want) return false;
+  }
+  return !e.in_place || plan.ret_src.size() == 1;
+}
+
 // ---- dropout ------------------------------------------------------------------------------
 //
 // aten::dropout / dropout_ at AutogradPrivateUse1, as composite_overrides.py's Python kernels (the
@@ -742,7 +931,19 @@ int accel_neuron_emulator_enable_fast_path(
     static auto* ops_lib =
         new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
     const auto& unboxed = unboxed_views();
-    for (auto& s : split_lines(explicit_ops)) {
+    std::unordered_set<std::string> listed;
+    for (auto& s : split_lines(explicit_ops)) listed.insert(s);
+    std::unordered_set<std::string> typed;  // given an unboxed kernel below
+    for (const UnboxedEntry& e : unboxed_ops()) {
+      auto op = c10::Dispatcher::singleton().findOp({e.name, e.overload});
+      if (!op.has_value()) continue;
+      std::string short_name = std::string(e.name).substr(6) + (e.overload[0] != '\0' ? "." : "") + e.overload;
+      if (!unboxed_fits(*op, e, listed.count(short_name) != 0)) continue;
+      e.register_in(*ops_lib, short_name.c_str());
+      typed.insert(short_name);
+    }
+    for (auto& s : listed) {
+      if (typed.count(s) != 0) continue;
       auto it = view_names.count(s) != 0 ? unboxed.find(s) : unboxed.end();
       if (it != unboxed.end()) {
         it->second(*ops_lib, s.c_str());
