@@ -8,8 +8,9 @@ microseconds. Each runs twice, in two processes: with the compiled per-op path (
 core, ``ACCEL_NEURON_EMULATOR_HOT_PATH=native``) and with the pure-Python one
 (``ACCEL_NEURON_EMULATOR_HOT_PATH=python``), printed side by side.
 Targets (issue 26): <= 3 us overhead per small op; MLP 3x512 batch 8 step <= 1.15x; transformer
-block <= 1.05x; the main job's step (examples/train.py) <= 1.05x. Run:
-``python benchmarks/bench_neuron_emulator.py [--ops-only] [--hot-path native|python] [--json FILE]``.
+block <= 1.05x; the main job's step (examples/train.py) <= 1.05x, timed in interleaved step pairs
+(``--pairs``, one step of each side per pair; median and range over blocks of ``--block`` pairs). Run:
+``python benchmarks/bench_neuron_emulator.py [--ops-only] [--hot-path native|python] [--pairs N] [--json FILE]``.
 """
 
 from __future__ import annotations
@@ -122,8 +123,10 @@ WORKLOADS = (
     ("MLP 3x512 + AdamW, batch 64", _mlp_step, 64),
     ("MLP 3x512 + AdamW, batch 256", _mlp_step, 256),
     ("transformer block d256 (dropout) + AdamW, 8x64", _transformer_step, 8),
-    ("main job step (examples/train.py TinyGPT, 16x32)", _main_job_step, 16),
 )
+#: The main job's step, timed in interleaved step pairs (harness.compare_pairs): a step takes
+#: milliseconds, and the few rounds compare_calls fits in its budget ranged 0.80-1.22x on a busy machine.
+MAIN_JOB = ("main job step (examples/train.py TinyGPT, 16x32)", _main_job_step, 16)
 
 
 def _measure(args: argparse.Namespace) -> list[harness.Result]:
@@ -142,7 +145,12 @@ def _measure(args: argparse.Namespace) -> list[harness.Result]:
             harness.Case(f"step: {name}", make("neuron", batch), make("cpu", batch), "the same step on the CPU")
             for name, make, batch in WORKLOADS
         ]
-    return harness.compare_calls(cases, args.rounds, args.budget, args.seed)
+    results = harness.compare_calls(cases, args.rounds, args.budget, args.seed)
+    if not args.ops_only and args.pairs > 0:
+        name, make, batch = MAIN_JOB
+        case = harness.Case(f"step pairs: {name}", make("neuron", batch), make("cpu", batch), "the same step on the CPU")
+        results.append(harness.compare_pairs(case, args.pairs, args.block, args.seed))
+    return results
 
 
 def _overhead_us(name: str, r: dict) -> float:
@@ -155,6 +163,12 @@ def main() -> None:
     parser.add_argument("--ops-only", action="store_true", help="only the per-op cases")
     parser.add_argument(
         "--hot-path", choices=PATHS, help="measure one per-op path in this process (default: both, side by side)"
+    )
+    parser.add_argument(
+        "--pairs", type=int, default=400, help="interleaved step pairs of the main job (0: skip it; default %(default)s)"
+    )
+    parser.add_argument(
+        "--block", type=int, default=40, help="pairs per block: the main job's range is over block medians (default %(default)s)"
     )
     harness.add_common_args(parser, rounds=7)
     args = parser.parse_args()
@@ -179,10 +193,12 @@ def main() -> None:
             out = Path(tmp) / f"{path}.json"
             cmd = [sys.executable, __file__, "--hot-path", path, "--json", str(out), "--rounds", str(args.rounds)]
             cmd += ["--budget", str(args.budget), "--threads", str(args.threads), "--seed", str(args.seed)]
+            cmd += ["--pairs", str(args.pairs), "--block", str(args.block)]
             cmd += ["--ops-only"] if args.ops_only else []
             subprocess.run(cmd, check=True, env={**os.environ, HOT_PATH_ENV: path})
             by_path[path] = json.loads(out.read_text())["benchmarks"]["neuron_emulator"]["results"]
-    print(f"\n{'case':58} {'compiled':>9} {'python':>9}   overhead per op (us): compiled / python")
+    print(f"\nload average (1 min): {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print(f"{'case':58} {'compiled':>9} {'python':>9}   overhead per op (us): compiled / python")
     for name in by_path["native"]:
         n, p = by_path["native"][name], by_path["python"][name]
         extra = f"   {_overhead_us(name, n):6.1f} / {_overhead_us(name, p):6.1f}" if name.startswith("op: ") else ""

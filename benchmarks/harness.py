@@ -41,6 +41,7 @@ __all__ = [
     "WIDE",
     "add_common_args",
     "compare_calls",
+    "compare_pairs",
     "compare_processes",
     "ensure_bytecode",
     "machine",
@@ -177,6 +178,41 @@ def compare_calls(cases: Sequence[Case], rounds: int, budget_s: float, seed: int
         results[case.name].ours_ns = statistics.median(ours_all[case.name])
         results[case.name].direct_ns = statistics.median(direct_all[case.name])
     return [results[case.name] for case in cases]
+
+
+def compare_pairs(case: Case, pairs: int, block: int = 20, seed: int = 0, warm_up: int = 5) -> Result:
+    """One call of each side per pair, ``pairs`` pairs interleaved (order shuffled per pair).
+
+    For calls that take milliseconds (a training step), where :func:`compare_calls` fits few
+    rounds in its budget and a burst of load on a shared machine lands on one side of a round:
+    here both sides of a pair are one call apart. Each pair gives a ratio (thread CPU time and
+    wall time); the pairs are cut into blocks of ``block`` consecutive pairs and the result's
+    per-round ratios are the blocks' median ratios, so its median is that of ``pairs // block``
+    block medians and its range is how far a block of ``block`` pairs strays. ``warm_up``
+    untimed pairs first.
+    """
+    rng = random.Random(seed)
+    for _ in range(warm_up):
+        case.ours()
+        case.direct()
+    cpu: list[float] = []
+    wall: list[float] = []
+    ours_ns: list[float] = []
+    direct_ns: list[float] = []
+    for _ in range(pairs):
+        sides = [("ours", case.ours), ("direct", case.direct)]
+        rng.shuffle(sides)
+        measured = {side: _time(fn, 1) for side, fn in sides}
+        cpu.append(measured["ours"][0] / measured["direct"][0])
+        wall.append(measured["ours"][1] / measured["direct"][1])
+        ours_ns.append(measured["ours"][0])
+        direct_ns.append(measured["direct"][0])
+    res = Result(case.name, case.direct_label, statistics.median(ours_ns), statistics.median(direct_ns), unit="ns/call")
+    step = max(1, min(block, pairs))
+    for start in range(0, pairs - step + 1, step):
+        res.cpu_ratios.append(statistics.median(cpu[start : start + step]))
+        res.wall_ratios.append(statistics.median(wall[start : start + step]))
+    return res
 
 
 _PROCESS_TIMER = """

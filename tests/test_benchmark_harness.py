@@ -36,3 +36,19 @@ def test_compare_processes_reports_base_plus_extra_over_base() -> None:
     assert len(result.cpu_ratios) == 2  # the warm-up interpreter is not counted
     assert all(1.8 < r < 2.5 for r in result.cpu_ratios), result.cpu_ratios
     assert result.unit == "ms" and 90 < result.ours_ns < 150 and 45 < result.direct_ns < 80
+
+
+def test_compare_pairs_reports_block_medians_of_per_pair_ratios() -> None:
+    # ours spins twice as long as direct: every pair's ratio is ~2, and 20 pairs in blocks of 5 give 4 rounds
+    import time
+
+    def spin(seconds: float) -> None:
+        t = time.thread_time()
+        while time.thread_time() - t < seconds:
+            pass
+
+    case = harness.Case("spin", lambda: spin(0.004), lambda: spin(0.002))
+    result = harness.compare_pairs(case, pairs=20, block=5, warm_up=1)
+    assert len(result.cpu_ratios) == 4 and len(result.wall_ratios) == 4
+    assert all(1.7 < r < 2.4 for r in result.cpu_ratios), result.cpu_ratios
+    assert 3.5e6 < result.ours_ns < 6e6 and 1.7e6 < result.direct_ns < 3e6

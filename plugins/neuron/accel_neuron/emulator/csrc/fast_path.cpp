@@ -2,9 +2,11 @@
 //
 // Storages. A neuron storage is a PrivateUse1 c10::StorageImpl whose DataPtr points at CPU memory
 // and whose DataPtr context (NeuronMemory) holds everything the emulator keeps per allocation:
-// the CPU storage that owns the memory (kept alive), a non-resizable CPU alias of it (what CPU
+// the CPU storage that owns the memory (kept alive), a non-resizable CPU storage over it (what CPU
 // kernels get, so no kernel can reallocate memory under a neuron storage), the device index and
-// the size counted in the memory statistics. The context is freed with the DataPtr, which is when
+// the size counted in the memory statistics. A fresh CPU storage (a kernel's result: nothing else
+// holds it, its memory came from the CPU allocator) is taken over: made non-resizable, it is both;
+// any other gets a separate non-resizable alias. The context is freed with the DataPtr, which is when
 // the allocation is counted as freed; swapping or replacing a storage's DataPtr (resize) moves the
 // bookkeeping with the memory. A map from data pointer to (weak) neuron storage finds the neuron
 // storage of a CPU result over memory that already belongs to one (views, in-place results).
@@ -17,7 +19,9 @@
 // dispatch, as the Python path does), returns written arguments as passed and wraps other CPU
 // results as neuron tensors over the same memory. Every other call is redispatched to the
 // PrivateUse3 key, where the Python kernel (fallback.py) is registered: it raises the device
-// errors, handles generators, out= resizing, accelerator-only dtypes, and the rest.
+// errors, handles generators, out= resizing, accelerator-only dtypes, and the rest. The ops a
+// training step calls most, and the device-agnostic views, get typed (unboxed) kernels that do the
+// same without boxing their arguments (see "unboxed kernels" below).
 //
 // Entry points: torch ops accel_neuron_emu::{to_neuron, cpu_view, resize_storage} (storage.py's
 // native mode), and C functions for ctypes (registration, memory statistics).
@@ -30,11 +34,64 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/core/TensorImpl.h>
+#include <c10/util/SmallVector.h>
 #include <c10/util/intrusive_ptr.h>
 #include <torch/library.h>
 
+#include <ATen/ops/_log_softmax_ops.h>
+#include <ATen/ops/_log_softmax_backward_data_ops.h>
+#include <ATen/ops/_softmax_ops.h>
+#include <ATen/ops/_softmax_backward_data_ops.h>
+#include <ATen/ops/add_ops.h>
+#include <ATen/ops/addcmul_ops.h>
+#include <ATen/ops/addmm_ops.h>
+#include <ATen/ops/bitwise_not_ops.h>
+#include <ATen/ops/bmm_ops.h>
+#include <ATen/ops/clone_ops.h>
+#include <ATen/ops/div_ops.h>
+#include <ATen/ops/embedding_dense_backward_ops.h>
+#include <ATen/ops/exp_ops.h>
+#include <ATen/ops/gather_ops.h>
+#include <ATen/ops/gelu_ops.h>
+#include <ATen/ops/gelu_backward_ops.h>
+#include <ATen/ops/index_select_ops.h>
+#include <ATen/ops/masked_fill_ops.h>
+#include <ATen/ops/mean_ops.h>
+#include <ATen/ops/mm_ops.h>
+#include <ATen/ops/mse_loss_ops.h>
+#include <ATen/ops/mse_loss_backward_ops.h>
+#include <ATen/ops/mul_ops.h>
+#include <ATen/ops/native_layer_norm_ops.h>
+#include <ATen/ops/native_layer_norm_backward_ops.h>
+#include <ATen/ops/neg_ops.h>
+#include <ATen/ops/nll_loss_backward_ops.h>
+#include <ATen/ops/nll_loss_forward_ops.h>
+#include <ATen/ops/pow_ops.h>
+#include <ATen/ops/relu_ops.h>
+#include <ATen/ops/rsqrt_ops.h>
+#include <ATen/ops/sigmoid_ops.h>
+#include <ATen/ops/sigmoid_backward_ops.h>
+#include <ATen/ops/silu_ops.h>
+#include <ATen/ops/silu_backward_ops.h>
+#include <ATen/ops/sort_ops.h>
+#include <ATen/ops/sqrt_ops.h>
+#include <ATen/ops/sub_ops.h>
+#include <ATen/ops/sum_ops.h>
+#include <ATen/ops/tanh_ops.h>
+#include <ATen/ops/tanh_backward_ops.h>
+#include <ATen/ops/threshold_backward_ops.h>
+#include <ATen/ops/where_ops.h>
+#include <ATen/ops/_reshape_alias_ops.h>
+#include <ATen/ops/as_strided_ops.h>
+#include <ATen/ops/unfold_ops.h>
+#include <ATen/ops/view_as_complex_ops.h>
+#include <ATen/ops/view_as_real_ops.h>
+#include <ATen/ops/view_ops.h>
+
 #include <array>
 #include <atomic>
+#include <tuple>
+#include <type_traits>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -59,12 +116,13 @@ constexpr int kMaxDevices = 64;
 enum Stat { kAllocated, kPeak, kAllocCount, kFreeCount, kAllocatedTotal, kFreedTotal, kCurrentCount, kPeakCount };
 constexpr int kStats = 8;
 
+// One lock for the memory statistics and the pointer map below: a storage's birth and death touch both.
 std::mutex stats_mutex;
 std::array<std::array<int64_t, kStats>, kMaxDevices> stats{};
 std::atomic<bool> device_used{false};
 
-void count_allocation(int index, int64_t nbytes) {
-  std::lock_guard<std::mutex> lock(stats_mutex);
+// Caller holds stats_mutex.
+void count_allocation_locked(int index, int64_t nbytes) {
   auto& s = stats[index];
   s[kAllocated] += nbytes;
   s[kAllocCount] += 1;
@@ -74,8 +132,8 @@ void count_allocation(int index, int64_t nbytes) {
   if (s[kCurrentCount] > s[kPeakCount]) s[kPeakCount] = s[kCurrentCount];
 }
 
-void count_free(int index, int64_t nbytes) {
-  std::lock_guard<std::mutex> lock(stats_mutex);
+// Caller holds stats_mutex.
+void count_free_locked(int index, int64_t nbytes) {
   auto& s = stats[index];
   s[kAllocated] -= nbytes;
   s[kFreeCount] += 1;
@@ -99,27 +157,24 @@ struct MapEntry {
   c10::weak_intrusive_ptr<c10::StorageImpl> storage;
   const NeuronMemory* memory;
 };
-std::mutex map_mutex;
-std::unordered_map<const void*, MapEntry> by_ptr;  // data pointer -> the neuron storage over it
+std::unordered_map<const void*, MapEntry> by_ptr;  // data pointer -> the neuron storage over it (stats_mutex)
 
 // DataPtr context of a neuron storage.
 struct NeuronMemory {
   c10::Storage owner;  // the CPU storage that owns the memory
-  c10::Storage alias;  // non-resizable CPU storage over the same memory, handed to CPU kernels
+  c10::Storage alias;  // non-resizable CPU storage over the same memory, handed to CPU kernels (may be owner)
   const void* ptr;
   int64_t nbytes;
   int index;
 
   ~NeuronMemory() {
     if (nbytes != 0) {
-      {
-        std::lock_guard<std::mutex> lock(map_mutex);
-        auto it = by_ptr.find(ptr);
-        if (it != by_ptr.end() && it->second.memory == this) {
-          by_ptr.erase(it);
-        }
+      std::lock_guard<std::mutex> lock(stats_mutex);
+      auto it = by_ptr.find(ptr);
+      if (it != by_ptr.end() && it->second.memory == this) {
+        by_ptr.erase(it);
       }
-      count_free(index, nbytes);
+      count_free_locked(index, nbytes);
     }
   }
 };
@@ -142,23 +197,38 @@ c10::Storage owner_of(const c10::Storage& cpu) {
   return cpu;
 }
 
-// A DataPtr for neuron memory over `cpu`'s bytes on device `index`, counted as allocated.
-c10::DataPtr neuron_data_ptr(const c10::Storage& cpu, int index, c10::StorageImpl* for_storage) {
+c10::DeleterFnPtr cpu_deleter = nullptr;  // the CPU allocator's: memory a storage allocated itself
+
+// Whether CPU storage `cpu` is fresh: nothing but its one tensor holds it, and its memory is its own
+// (the CPU allocator's), so no neuron storage is over that memory yet.
+inline bool is_fresh(const c10::Storage& cpu) {
+  return cpu.use_count() == 1 && cpu_deleter != nullptr && cpu.data_ptr().get_deleter() == cpu_deleter;
+}
+
+// A DataPtr for neuron memory over `cpu`'s bytes on device `index`, counted as allocated. `take_over`
+// (a fresh `cpu`): `cpu` becomes non-resizable and is handed to CPU kernels itself, without an alias.
+c10::DataPtr neuron_data_ptr(const c10::Storage& cpu, int index, c10::StorageImpl* for_storage, bool take_over) {
   auto* mem = new NeuronMemory();
-  mem->owner = owner_of(cpu);
   void* ptr = const_cast<void*>(cpu.data_ptr().get());
   int64_t nbytes = static_cast<int64_t>(cpu.nbytes());
   mem->ptr = ptr;
   mem->nbytes = nbytes;
   mem->index = index;
-  mem->alias = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
-      c10::StorageImpl::use_byte_size_t(), nbytes,
-      c10::DataPtr(ptr, new AliasContext{mem->owner}, &delete_alias, c10::Device(c10::DeviceType::CPU)),
-      /*allocator=*/nullptr, /*resizable=*/false));
+  if (take_over) {
+    cpu.unsafeGetStorageImpl()->set_resizable(false);
+    mem->owner = cpu;
+    mem->alias = cpu;
+  } else {
+    mem->owner = owner_of(cpu);
+    mem->alias = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+        c10::StorageImpl::use_byte_size_t(), nbytes,
+        c10::DataPtr(ptr, new AliasContext{mem->owner}, &delete_alias, c10::Device(c10::DeviceType::CPU)),
+        /*allocator=*/nullptr, /*resizable=*/false));
+  }
   c10::DataPtr dp(ptr, mem, &delete_memory, c10::Device(kNeuron, static_cast<c10::DeviceIndex>(index)));
   if (nbytes != 0) {
-    count_allocation(index, nbytes);
-    std::lock_guard<std::mutex> lock(map_mutex);
+    std::lock_guard<std::mutex> lock(stats_mutex);
+    count_allocation_locked(index, nbytes);
     MapEntry entry{c10::weak_intrusive_ptr<c10::StorageImpl>(
                        c10::intrusive_ptr<c10::StorageImpl>::unsafe_reclaim_from_nonowning(for_storage)),
                    mem};
@@ -179,13 +249,13 @@ c10::DataPtr neuron_data_ptr(const c10::Storage& cpu, int index, c10::StorageImp
   return dp;
 }
 
-c10::intrusive_ptr<c10::StorageImpl> new_storage_over(const c10::Storage& cpu, int index) {
+c10::intrusive_ptr<c10::StorageImpl> new_storage_over(const c10::Storage& cpu, int index, bool take_over) {
   // The StorageImpl first (with an empty DataPtr), so the map can point at it.
   auto st = c10::make_intrusive<c10::StorageImpl>(
       c10::StorageImpl::use_byte_size_t(), 0,
       c10::DataPtr(nullptr, c10::Device(kNeuron, static_cast<c10::DeviceIndex>(index))),
       /*allocator=*/nullptr, /*resizable=*/false);
-  st->set_data_ptr_noswap(neuron_data_ptr(cpu, index, st.get()));
+  st->set_data_ptr_noswap(neuron_data_ptr(cpu, index, st.get(), take_over));
   st->set_nbytes(cpu.nbytes());
   return st;
 }
@@ -195,10 +265,13 @@ c10::intrusive_ptr<c10::StorageImpl> new_storage_over(const c10::Storage& cpu, i
 c10::intrusive_ptr<c10::StorageImpl> neuron_storage_for(const c10::Storage& cpu, int* index) {
   const void* ptr = cpu.data_ptr().get();
   size_t nbytes = cpu.nbytes();
+  if (is_fresh(cpu)) {
+    return new_storage_over(cpu, *index, /*take_over=*/true);
+  }
   if (nbytes != 0 && ptr != nullptr) {
     c10::intrusive_ptr<c10::StorageImpl> found;
     {
-      std::lock_guard<std::mutex> lock(map_mutex);
+      std::lock_guard<std::mutex> lock(stats_mutex);
       auto it = by_ptr.find(ptr);
       if (it != by_ptr.end()) {
         found = it->second.storage.lock();
@@ -209,7 +282,18 @@ c10::intrusive_ptr<c10::StorageImpl> neuron_storage_for(const c10::Storage& cpu,
       return found;
     }
   }
-  return new_storage_over(cpu, *index);
+  return new_storage_over(cpu, *index, /*take_over=*/false);
+}
+
+// Geometry and lazy bits of `from` onto `impl` (int sizes when they are plain ints: cheaper).
+inline void copy_geometry(c10::TensorImpl* impl, const at::Tensor& from) {
+  if (from.unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
+    impl->set_sizes_and_strides(from.sym_sizes(), from.sym_strides(), from.sym_storage_offset());
+  } else {
+    impl->set_sizes_and_strides(from.sizes(), from.strides(), from.storage_offset());
+  }
+  if (from.is_conj()) impl->_set_conj(true);
+  if (from.is_neg()) impl->_set_neg(true);
 }
 
 // A neuron tensor over the memory of CPU tensor `c` (zero-copy, same geometry and dtype).
@@ -221,9 +305,7 @@ at::Tensor to_neuron(const at::Tensor& c, int64_t index) {
   auto st = neuron_storage_for(c.storage(), &i);
   auto impl = c10::make_intrusive<c10::TensorImpl>(
       c10::Storage(std::move(st)), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c.dtype());
-  impl->set_sizes_and_strides(c.sym_sizes(), c.sym_strides(), c.sym_storage_offset());
-  if (c.is_conj()) impl->_set_conj(true);
-  if (c.is_neg()) impl->_set_neg(true);
+  copy_geometry(impl.get(), c);
   return at::Tensor(std::move(impl));
 }
 
@@ -231,9 +313,7 @@ at::Tensor to_neuron(const at::Tensor& c, int64_t index) {
 at::Tensor cpu_view_of(const at::Tensor& t, const NeuronMemory* mem) {
   auto impl = c10::make_intrusive<c10::TensorImpl>(
       c10::Storage(mem->alias), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
-  impl->set_sizes_and_strides(t.sym_sizes(), t.sym_strides(), t.sym_storage_offset());
-  if (t.is_conj()) impl->_set_conj(true);
-  if (t.is_neg()) impl->_set_neg(true);
+  copy_geometry(impl.get(), t);
   return at::Tensor(std::move(impl));
 }
 
@@ -267,7 +347,7 @@ void resize_storage(const at::Tensor& t, int64_t nbytes) {
   if (keep > 0) {
     std::memcpy(fresh.mutable_data(), st->data(), static_cast<size_t>(keep));
   }
-  c10::DataPtr dp = neuron_data_ptr(fresh, index, st);
+  c10::DataPtr dp = neuron_data_ptr(fresh, index, st, /*take_over=*/true);
   st->set_data_ptr_noswap(std::move(dp));  // the old DataPtr goes: counted as freed
   st->set_nbytes(nbytes);
 }
@@ -286,7 +366,7 @@ struct Plan {
 };
 
 std::mutex plans_mutex;
-std::unordered_map<const c10::FunctionSchema*, std::unique_ptr<Plan>> plans;
+std::unordered_map<c10::OperatorHandle, std::unique_ptr<Plan>> plans;  // never shrinks: Plan pointers stay valid
 std::unordered_set<std::string> slow_names;  // op names the Python kernel must handle (fallback.py's tables)
 std::unordered_set<std::string> copy_names;  // copies (fallback.py's _COPY_OPS)
 std::unordered_set<std::string> view_names;  // "name" or "name.overload" of device-agnostic views
@@ -380,14 +460,16 @@ std::unique_ptr<Plan> make_plan(const c10::OperatorHandle& op) {
 }
 
 const Plan& plan_for(const c10::OperatorHandle& op) {
-  const c10::FunctionSchema* key = &op.schema();
+  thread_local std::unordered_map<c10::OperatorHandle, const Plan*> seen;  // no lock on the way back
+  auto hit = seen.find(op);
+  if (hit != seen.end()) return *hit->second;
   std::lock_guard<std::mutex> lock(plans_mutex);
-  auto it = plans.find(key);
-  if (it != plans.end()) return *it->second;
-  auto made = make_plan(op);
-  const Plan& ref = *made;
-  plans.emplace(key, std::move(made));
-  return ref;
+  auto it = plans.find(op);
+  if (it == plans.end()) {
+    it = plans.emplace(op, make_plan(op)).first;
+  }
+  seen.emplace(op, it->second.get());
+  return *it->second;
 }
 
 void slow(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -440,8 +522,8 @@ inline c10::IValue wrap(c10::IValue&& out, int index) {
   return std::move(out);
 }
 
-void view_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const c10::IValue& self = (*stack)[stack->size() - op.schema().arguments().size()];
+void view_kernel(const c10::OperatorHandle& op, const Plan& plan, torch::jit::Stack* stack) {
+  const c10::IValue& self = (*stack)[stack->size() - plan.nargs];
   if (!self.isTensor() || self.toTensor().device().type() != kNeuron) {
     slow(op, stack);  // the Python kernel raises the device error
     return;
@@ -453,7 +535,7 @@ void view_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const Plan& plan = plan_for(op);
   if (plan.view) {
-    view_kernel(op, stack);
+    view_kernel(op, plan, stack);
     return;
   }
   if (!plan.fast) {
@@ -519,7 +601,7 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     if (!generator.defined()) return slow(op, stack);
   }
 
-  std::vector<c10::IValue> orig(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
+  c10::SmallVector<c10::IValue, 8> orig(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
   for (size_t i = 0; i < n; ++i) {
     c10::IValue& a = (*stack)[base + i];
     switch (plan.kinds[i]) {
@@ -577,6 +659,188 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       out = wrap(std::move(out), out_index);
     }
   }
+}
+
+// ---- unboxed device-agnostic views ---------------------------------------------------------
+//
+// The views whose CPU kernel only re-points a tensor at its own storage (kernels.py's
+// DEVICE_AGNOSTIC_VIEWS) run that kernel on the neuron tensor itself, unboxed: the boxed
+// kernel above would box and unbox their size lists on every call (about 1 us a view; a
+// transformer step makes hundreds). Their only tensor is `self`, so reaching PrivateUse1 means
+// `self` is a neuron tensor.
+
+template <class Op, class Sig = typename Op::schema>
+struct CpuView;
+
+template <class Op, class R, class... Args>
+struct CpuView<Op, R(Args...)> {
+  static R call(Args... args) {
+    fast_calls.fetch_add(1, std::memory_order_relaxed);
+    return Op::redispatch(c10::DispatchKeySet(c10::DispatchKey::CPU), std::forward<Args>(args)...);
+  }
+};
+
+using ViewRegistrar = void (*)(torch::Library&, const char*);
+template <class Op>
+void register_view(torch::Library& lib, const char* name) {
+  lib.impl(name, TORCH_FN(CpuView<Op>::call));
+}
+
+// name (kernels.py's spelling) -> registration of its unboxed kernel
+const std::unordered_map<std::string, ViewRegistrar>& unboxed_views() {
+  static const std::unordered_map<std::string, ViewRegistrar> table = {
+      {"as_strided", &register_view<at::_ops::as_strided>},
+      {"as_strided_", &register_view<at::_ops::as_strided_>},
+      {"view", &register_view<at::_ops::view>},
+      {"view.dtype", &register_view<at::_ops::view_dtype>},
+      {"_reshape_alias", &register_view<at::_ops::_reshape_alias>},
+      {"unfold", &register_view<at::_ops::unfold>},
+      {"view_as_real", &register_view<at::_ops::view_as_real>},
+      {"view_as_complex", &register_view<at::_ops::view_as_complex>},
+  };
+  return table;
+}
+
+// ---- unboxed kernels for frequent ops --------------------------------------------------------
+//
+// The boxed kernel above boxes every call into an IValue stack and calls the CPU kernel boxed,
+// which unboxes it again: about 0.5 us of the ~1.3 us an op costs. The ops a training step calls
+// most (UNBOXED_OPS) get a typed kernel doing what fast_kernel does for their arguments (only
+// tensors and plain values: no lists, devices or generators): the same checks (note()), CPU views
+// for neuron tensors, the op called from the top, written arguments returned as passed, other CPU
+// results wrapped as neuron tensors, and the Python kernel (PrivateUse3) for every other case. An op
+// gets one only where the boxed kernel serves it now and its plan (make_plan) is the fast, plain kind.
+
+inline bool check_arg(const at::Tensor& t, int* index) {
+  return note(t, false, false, index);
+}
+inline bool check_arg(const std::optional<at::Tensor>& t, int* index) {
+  return !t.has_value() || note(*t, false, false, index);
+}
+template <class T>
+inline bool check_arg(const T& /*value*/, int* /*index*/) {
+  using D = std::decay_t<T>;
+  static_assert(
+      !std::is_same_v<D, std::optional<at::Generator>> && !std::is_same_v<D, at::Generator> &&
+          !std::is_same_v<D, c10::Device> && !std::is_same_v<D, std::optional<c10::Device>> &&
+          !std::is_same_v<D, at::TensorList> && !std::is_same_v<D, at::ITensorListRef>,
+      "unboxed kernels take tensors and plain values only");
+  return true;
+}
+
+inline at::Tensor cpu_arg(const at::Tensor& t) {
+  return view_if_neuron(t);
+}
+inline std::optional<at::Tensor> cpu_arg(const std::optional<at::Tensor>& t) {
+  return t.has_value() ? std::optional<at::Tensor>(view_if_neuron(*t)) : std::nullopt;
+}
+template <class T>
+inline std::decay_t<T> cpu_arg(const T& value) {
+  return value;
+}
+
+inline at::Tensor wrap_result(at::Tensor&& t, int index) {
+  if (t.defined() && t.device().type() == c10::DeviceType::CPU) return to_neuron(t, index);
+  return std::move(t);
+}
+template <class... T>
+inline std::tuple<T...> wrap_result(std::tuple<T...>&& t, int index) {
+  return std::apply([index](auto&&... x) { return std::tuple<T...>(wrap_result(std::move(x), index)...); }, std::move(t));
+}
+
+template <class Op, class Sig = typename Op::schema>
+struct Unboxed;
+
+template <class Op, class R, class First, class... Rest>
+struct Unboxed<Op, R(First, Rest...)> {
+  static constexpr bool kInPlace = std::is_same_v<R, at::Tensor&>;  // returns its first argument
+  static_assert(!kInPlace || std::is_same_v<First, at::Tensor&>, "an in-place op returns its first argument");
+
+  static R slow_path(First first, Rest... rest) {
+    slow_calls.fetch_add(1, std::memory_order_relaxed);
+    return Op::redispatch(c10::DispatchKeySet(c10::DispatchKey::PrivateUse3), std::forward<First>(first),
+                          std::forward<Rest>(rest)...);
+  }
+
+  static R call(First first, Rest... rest) {
+    int index = -1;
+    if (!(check_arg(first, &index) && (check_arg(rest, &index) && ...)) || index < 0) {
+      return slow_path(std::forward<First>(first), std::forward<Rest>(rest)...);
+    }
+    auto cpu = std::make_tuple(cpu_arg(first), cpu_arg(rest)...);
+    try {
+      if constexpr (kInPlace) {
+        std::apply([](auto&... a) { Op::call(a...); }, cpu);
+        fast_calls.fetch_add(1, std::memory_order_relaxed);
+        return first;
+      } else {
+        R out = std::apply([](auto&... a) { return Op::call(a...); }, cpu);
+        fast_calls.fetch_add(1, std::memory_order_relaxed);
+        return wrap_result(std::move(out), index);
+      }
+    } catch (const c10::NotImplementedError&) {
+      // A dtype the CPU kernel rejects: the Python kernel computes it as CUDA does, if covered.
+      return slow_path(std::forward<First>(first), std::forward<Rest>(rest)...);
+    }
+  }
+};
+
+template <class Op>
+struct UnboxedOp {
+  static constexpr const char* name = Op::name;
+  static constexpr const char* overload = Op::overload_name;
+  static constexpr bool in_place = Unboxed<Op>::kInPlace;
+  static void register_in(torch::Library& lib, const char* qualname) {
+    lib.impl(qualname, TORCH_FN(Unboxed<Op>::call));
+  }
+};
+
+struct UnboxedEntry {
+  const char* name;      // "aten::mul"
+  const char* overload;  // "Tensor"
+  bool in_place;
+  void (*register_in)(torch::Library&, const char*);
+};
+
+template <class... Ops>
+std::vector<UnboxedEntry> unboxed_entries() {
+  return {UnboxedEntry{UnboxedOp<Ops>::name, UnboxedOp<Ops>::overload, UnboxedOp<Ops>::in_place,
+                       &UnboxedOp<Ops>::register_in}...};
+}
+
+// The ops a training step (examples/train.py, the MLP and transformer benchmarks) calls most.
+const std::vector<UnboxedEntry>& unboxed_ops() {
+  namespace o = at::_ops;
+  static const std::vector<UnboxedEntry> table = unboxed_entries<
+      o::mm, o::addmm, o::bmm, o::mul_Tensor, o::mul_Scalar, o::mul__Tensor, o::mul__Scalar, o::add_Tensor,
+      o::add__Tensor, o::add_Scalar, o::div_Tensor, o::div__Tensor, o::div__Scalar, o::div_Scalar, o::sub_Tensor,
+      o::clone, o::native_layer_norm, o::native_layer_norm_backward, o::sum_dim_IntList, o::sum, o::gelu,
+      o::gelu_backward, o::relu, o::threshold_backward, o::_softmax, o::_softmax_backward_data,
+      o::masked_fill_Scalar, o::bitwise_not, o::_log_softmax, o::_log_softmax_backward_data, o::nll_loss_forward,
+      o::nll_loss_backward, o::embedding_dense_backward, o::index_select, o::mse_loss, o::mse_loss_backward,
+      o::addcmul, o::where_self, o::neg, o::sqrt, o::mean_dim, o::tanh, o::tanh_backward, o::sigmoid,
+      o::sigmoid_backward, o::silu, o::silu_backward, o::exp, o::rsqrt, o::pow_Tensor_Scalar, o::gather>();
+  return table;
+}
+
+// Whether the boxed kernel serves `op` now and its plan is the plain fast kind an unboxed kernel handles.
+bool unboxed_fits(const c10::OperatorHandle& op, const UnboxedEntry& e, bool listed) {
+  using K = c10::DispatchKey;
+  if (!listed && (op.hasKernelForDispatchKey(K::PrivateUse1) || op.hasKernelForDispatchKey(K::CompositeExplicitAutograd) ||
+                  op.hasKernelForDispatchKey(K::CompositeExplicitAutogradNonFunctional) ||
+                  op.hasKernelForDispatchKey(K::CompositeImplicitAutograd))) {
+    return false;
+  }
+  const Plan& plan = plan_for(op);
+  if (!plan.fast || plan.view || plan.copy) return false;
+  for (ArgKind k : plan.kinds) {
+    if (k != ArgKind::kTensor && k != ArgKind::kOther) return false;
+  }
+  for (size_t r = 0; r < plan.ret_src.size(); ++r) {
+    int want = e.in_place && r == 0 ? 0 : -1;
+    if (plan.ret_src[r] != want) return false;
+  }
+  return !e.in_place || plan.ret_src.size() == 1;
 }
 
 // ---- dropout ------------------------------------------------------------------------------
@@ -657,6 +921,7 @@ extern "C" {
 int accel_neuron_emulator_enable_fast_path(
     const char* slow_ops, const char* copy_ops, const char* views, const char* explicit_ops) {
   try {
+    cpu_deleter = c10::GetCPUAllocator()->raw_deleter();
     for (auto& s : split_lines(slow_ops)) slow_names.insert(s);
     for (auto& s : split_lines(copy_ops)) copy_names.insert(s);
     for (auto& s : split_lines(views)) view_names.insert(s);
@@ -665,8 +930,26 @@ int accel_neuron_emulator_enable_fast_path(
     fallback_lib->fallback(torch::CppFunction::makeFromBoxedFunction<&fast_kernel>());
     static auto* ops_lib =
         new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
-    for (auto& s : split_lines(explicit_ops)) {
-      ops_lib->impl(s.c_str(), torch::CppFunction::makeFromBoxedFunction<&fast_kernel>());
+    const auto& unboxed = unboxed_views();
+    std::unordered_set<std::string> listed;
+    for (auto& s : split_lines(explicit_ops)) listed.insert(s);
+    std::unordered_set<std::string> typed;  // given an unboxed kernel below
+    for (const UnboxedEntry& e : unboxed_ops()) {
+      auto op = c10::Dispatcher::singleton().findOp({e.name, e.overload});
+      if (!op.has_value()) continue;
+      std::string short_name = std::string(e.name).substr(6) + (e.overload[0] != '\0' ? "." : "") + e.overload;
+      if (!unboxed_fits(*op, e, listed.count(short_name) != 0)) continue;
+      e.register_in(*ops_lib, short_name.c_str());
+      typed.insert(short_name);
+    }
+    for (auto& s : listed) {
+      if (typed.count(s) != 0) continue;
+      auto it = view_names.count(s) != 0 ? unboxed.find(s) : unboxed.end();
+      if (it != unboxed.end()) {
+        it->second(*ops_lib, s.c_str());
+      } else {
+        ops_lib->impl(s.c_str(), torch::CppFunction::makeFromBoxedFunction<&fast_kernel>());
+      }
     }
     return 0;
   } catch (const std::exception& e) {
