@@ -36,6 +36,24 @@ def test_a_dense_op_takes_the_compiled_path_and_equals_the_cpu(compiled):
     assert torch.equal(out.cpu(), torch.addcmul(a, a, b, value=0.5))
 
 
+def test_typed_kernels_return_in_place_arguments_and_hand_rejected_dtypes_to_the_python_kernel(compiled):
+    # mm, mul_, exp, ... have typed (unboxed) kernels on the compiled path: the same contract as the boxed one
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    na, nb = a.to("neuron"), b.to("neuron")
+    fast, slow = compiled.path_counts()
+    prod = torch.mm(na, nb)
+    same = na.mul_(torch.tensor(2.0))  # in place, with a 0-dim CPU tensor: returns its argument itself
+    assert compiled.path_counts() == (fast + 2, slow)
+    assert same is na and prod.device == torch.device("neuron:0")
+    assert torch.equal(prod.cpu(), torch.mm(a, b)) and torch.equal(na.cpu(), a * 2)
+    c = torch.randn(6, dtype=torch.complex64, generator=torch.Generator().manual_seed(2)).to(torch.complex32)
+    got = torch.exp(c.to("neuron"))  # complex32: the CPU kernel rejects it, the Python kernel computes it
+    assert compiled.path_counts()[1] == slow + 1
+    assert torch.equal(torch.view_as_real(got.cpu()), torch.view_as_real(torch.exp(c.to(torch.complex64)).to(got.dtype)))
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.mm(na, b)  # a CPU matrix: the Python kernel's device error
+
+
 def test_rare_cases_go_to_the_python_kernel(compiled):
     na = torch.randn(4, device="neuron")
     fast, slow = compiled.path_counts()
