@@ -54,6 +54,30 @@ def test_typed_kernels_return_in_place_arguments_and_hand_rejected_dtypes_to_the
         torch.mm(na, b)  # a CPU matrix: the Python kernel's device error
 
 
+def test_cpu_views_lent_again_follow_each_use_of_a_storage(compiled):
+    # a storage's CPU view goes back to it after an op and is lent to the next one (fast_path.cpp's
+    # lend_view): each use still sees its own geometry, dtype and the storage's current memory
+    a = torch.randn(4, 6, generator=torch.Generator().manual_seed(3))
+    na = a.to("neuron")
+    xs = [torch.randn(5, generator=torch.Generator().manual_seed(i)) for i in range(3)]
+    nxs = [x.to("neuron") for x in xs]
+    for _ in range(3):
+        assert torch.equal((na + 1).cpu(), a + 1)
+        assert torch.equal((na.t() * 2).cpu(), a.t() * 2)  # the same storage, transposed
+        assert torch.equal(na[1:, 2:].sum(0).cpu(), a[1:, 2:].sum(0))  # offset and strides
+        assert torch.equal(torch.mul(na.view(torch.int32), 1).cpu(), a.view(torch.int32))  # another dtype
+        assert torch.equal(torch.mul(na, na).cpu(), a * a)  # one storage twice in a call
+        torch._foreach_mul_(nxs, 0.5)
+        torch._foreach_mul_(xs, 0.5)
+        assert all(torch.equal(n.cpu(), x) for n, x in zip(nxs, xs, strict=True))
+    with torch.inference_mode():
+        assert torch.equal((na - 1).cpu(), a - 1)
+    assert torch.equal((na - 2).cpu(), a - 2)
+    na.untyped_storage().resize_(2 * na.untyped_storage().nbytes())  # new memory under the storage
+    na.mul_(3.0)
+    assert torch.equal(na.cpu(), a * 3)
+
+
 def test_rare_cases_go_to_the_python_kernel(compiled):
     na = torch.randn(4, device="neuron")
     fast, slow = compiled.path_counts()

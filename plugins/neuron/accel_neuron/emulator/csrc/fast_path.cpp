@@ -32,6 +32,7 @@
 #include <ATen/core/stack.h>
 #include <c10/core/AutogradState.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/util/SmallVector.h>
@@ -166,8 +167,13 @@ struct NeuronMemory {
   const void* ptr;
   int64_t nbytes;
   int index;
+  // A CPU tensor over `alias` that the last op gave back (owned: one reference), or null; see lend_view.
+  std::atomic<c10::TensorImpl*> spare_view{nullptr};
 
   ~NeuronMemory() {
+    if (c10::TensorImpl* spare = spare_view.exchange(nullptr)) {
+      c10::raw::intrusive_ptr::decref(spare);
+    }
     if (nbytes != 0) {
       std::lock_guard<std::mutex> lock(stats_mutex);
       auto it = by_ptr.find(ptr);
@@ -497,10 +503,87 @@ inline bool note(const at::Tensor& t, bool cpu_ok, bool mixed_ok, int* index) {
   return type == c10::DeviceType::CPU && (cpu_ok || t.dim() == 0) && t.layout() == c10::kStrided;
 }
 
-inline at::Tensor view_if_neuron(const at::Tensor& t) {
-  if (t.defined() && t.device().type() == kNeuron) {
-    return cpu_view_of(t, memory_of(t.storage().unsafeGetStorageImpl()));
+// ---- lent CPU views ---------------------------------------------------------------------------
+//
+// Every op hands its CPU kernel a CPU view of each neuron argument: a TensorImpl to allocate, fill
+// and free (with its version counter) per argument and call. A foreach op of the optimizer takes
+// lists of 30-90 parameters and states, the same tensors every step. So a view the kernel did not
+// keep is given back to its neuron storage (NeuronMemory::spare_view, one per storage) and lent
+// again to the next op on that storage, its geometry reset when it differs. Taking and giving
+// back are atomic exchanges: one call (one thread) holds a lent view at a time. Only a view as clean
+// as a fresh one goes back (the kernel kept no reference, no Python object or autograd data, still
+// over the storage's CPU alias); it is lent only outside inference mode, with the key set, dtype and
+// storage of a fresh view, so a kernel cannot tell it from one.
+
+// The dispatch keys of a fresh CPU view made outside inference mode.
+c10::DispatchKeySet plain_view_keys() {
+  static const c10::DispatchKeySet keys = [] {
+    c10::InferenceMode normal(false);
+    return c10::make_intrusive<c10::TensorImpl>(
+               c10::DispatchKeySet(c10::DispatchKey::CPU), caffe2::TypeMeta::Make<float>(), c10::Device(c10::kCPU))
+        ->key_set();
+  }();
+  return keys;
+}
+
+// `view` (the storage's spare, owned by the caller) made the CPU view of `t`, or false.
+inline bool reuse_as_view_of(c10::TensorImpl* view, const at::Tensor& t, const NeuronMemory* mem) {
+  if (view->key_set() != plain_view_keys() || view->dtype() != t.dtype() ||
+      view->storage().unsafeGetStorageImpl() != mem->alias.unsafeGetStorageImpl()) {
+    return false;
   }
+  if (view->sizes() != t.sizes() || view->strides() != t.strides() || view->storage_offset() != t.storage_offset()) {
+    view->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  }
+  return true;
+}
+
+// A CPU view of neuron tensor `t` (its storage's spare view when it fits, else a fresh one).
+at::Tensor lend_view(const at::Tensor& t) {
+  NeuronMemory* mem = memory_of(t.storage().unsafeGetStorageImpl());
+  if (!c10::InferenceMode::is_enabled() && !t.unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
+    if (c10::TensorImpl* spare = mem->spare_view.exchange(nullptr, std::memory_order_acquire)) {
+      auto impl = c10::intrusive_ptr<c10::TensorImpl>::reclaim(spare);
+      if (reuse_as_view_of(impl.get(), t, mem)) return at::Tensor(std::move(impl));
+    }
+  }
+  return cpu_view_of(t, mem);
+}
+
+// After the op: `view`, lent for neuron storage `st`, becomes its spare if nothing else holds it.
+void give_back(c10::StorageImpl* st, at::Tensor&& view) {
+  c10::TensorImpl* impl = view.unsafeGetTensorImpl();
+  NeuronMemory* mem = memory_of(st);  // again: the storage may have been given other memory meanwhile
+  if (mem == nullptr || impl->storage().unsafeGetStorageImpl() != mem->alias.unsafeGetStorageImpl() ||
+      view.use_count() != 1 || view.weak_use_count() != 1 || impl->pyobj_slot()->load_pyobj() != nullptr ||
+      impl->autograd_meta() != nullptr) {
+    return;
+  }
+  c10::TensorImpl* expected = nullptr;
+  c10::TensorImpl* raw = view.unsafeReleaseTensorImpl();
+  if (!mem->spare_view.compare_exchange_strong(expected, raw, std::memory_order_acq_rel)) {
+    c10::raw::intrusive_ptr::decref(raw);  // another op gave one back first
+  }
+}
+
+// The CPU views lent for one call, given back when it returns.
+struct LentViews {
+  c10::SmallVector<std::pair<c10::StorageImpl*, at::Tensor>, 8> lent;
+
+  at::Tensor lend(const at::Tensor& t) {
+    at::Tensor view = lend_view(t);
+    lent.emplace_back(t.storage().unsafeGetStorageImpl(), view);
+    return view;
+  }
+  // After a call that returned: the kernel's references are gone, so the views go back.
+  void give_back_all() {
+    for (auto& [st, view] : lent) give_back(st, std::move(view));
+    lent.clear();
+  }
+};
+
+inline at::Tensor view_if_neuron(const at::Tensor& t, LentViews& lent) {
+  if (t.defined() && t.device().type() == kNeuron) return lent.lend(t);
   return t;
 }
 
@@ -602,18 +685,19 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
 
   c10::SmallVector<c10::IValue, 8> orig(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
+  LentViews lent;
   for (size_t i = 0; i < n; ++i) {
     c10::IValue& a = (*stack)[base + i];
     switch (plan.kinds[i]) {
       case ArgKind::kTensor:
-        if (a.isTensor()) a = view_if_neuron(a.toTensor());
+        if (a.isTensor()) a = view_if_neuron(a.toTensor(), lent);
         break;
       case ArgKind::kTensorList:
         if (a.isTensorList()) {
           c10::List<at::Tensor> in = a.toTensorList();
           c10::List<at::Tensor> views;
           views.reserve(in.size());
-          for (const at::Tensor& t : in) views.push_back(view_if_neuron(t));
+          for (const at::Tensor& t : in) views.push_back(view_if_neuron(t, lent));
           a = views;
         }
         break;
@@ -623,7 +707,7 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
           c10::List<std::optional<at::Tensor>> views;
           views.reserve(in.size());
           for (const c10::IValue& e : in) {
-            views.push_back(e.isTensor() ? std::optional<at::Tensor>(view_if_neuron(e.toTensor())) : std::nullopt);
+            views.push_back(e.isTensor() ? std::optional<at::Tensor>(view_if_neuron(e.toTensor(), lent)) : std::nullopt);
           }
           a = views;
         }
@@ -648,6 +732,7 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     return;
   }
   fast_calls.fetch_add(1, std::memory_order_relaxed);
+  lent.give_back_all();
   const size_t nret = plan.ret_src.size();
   const size_t rbase = stack->size() - nret;
   for (size_t r = 0; r < nret; ++r) {
@@ -728,14 +813,14 @@ inline bool check_arg(const T& /*value*/, int* /*index*/) {
   return true;
 }
 
-inline at::Tensor cpu_arg(const at::Tensor& t) {
-  return view_if_neuron(t);
+inline at::Tensor cpu_arg(const at::Tensor& t, LentViews& lent) {
+  return view_if_neuron(t, lent);
 }
-inline std::optional<at::Tensor> cpu_arg(const std::optional<at::Tensor>& t) {
-  return t.has_value() ? std::optional<at::Tensor>(view_if_neuron(*t)) : std::nullopt;
+inline std::optional<at::Tensor> cpu_arg(const std::optional<at::Tensor>& t, LentViews& lent) {
+  return t.has_value() ? std::optional<at::Tensor>(view_if_neuron(*t, lent)) : std::nullopt;
 }
 template <class T>
-inline std::decay_t<T> cpu_arg(const T& value) {
+inline std::decay_t<T> cpu_arg(const T& value, LentViews& /*lent*/) {
   return value;
 }
 
@@ -767,15 +852,20 @@ struct Unboxed<Op, R(First, Rest...)> {
     if (!(check_arg(first, &index) && (check_arg(rest, &index) && ...)) || index < 0) {
       return slow_path(std::forward<First>(first), std::forward<Rest>(rest)...);
     }
-    auto cpu = std::make_tuple(cpu_arg(first), cpu_arg(rest)...);
+    LentViews lent;
+    auto cpu = std::make_tuple(cpu_arg(first, lent), cpu_arg(rest, lent)...);
     try {
       if constexpr (kInPlace) {
         std::apply([](auto&... a) { Op::call(a...); }, cpu);
         fast_calls.fetch_add(1, std::memory_order_relaxed);
+        cpu = decltype(cpu)();  // drop our references to the views first
+        lent.give_back_all();
         return first;
       } else {
         R out = std::apply([](auto&... a) { return Op::call(a...); }, cpu);
         fast_calls.fetch_add(1, std::memory_order_relaxed);
+        cpu = decltype(cpu)();  // drop our references to the views first
+        lent.give_back_all();
         return wrap_result(std::move(out), index);
       }
     } catch (const c10::NotImplementedError&) {
