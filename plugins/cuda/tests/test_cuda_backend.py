@@ -10,12 +10,12 @@ from collections.abc import Iterator
 
 import pytest
 import torch
+from accel_cuda.backend import CudaBackend, cuda_availability
 
 import accel_abstraction as accel
 from accel_abstraction.errors import BackendUnavailableError
 from accel_abstraction.plugins import get_host
 from accel_abstraction.selection import build_backend, probe
-from accel_cuda.backend import CudaBackend, cuda_availability
 
 NO_GPU = not torch.cuda.is_available()
 needs_no_gpu = pytest.mark.skipif(not NO_GPU, reason="checks the answers given where no GPU is usable")
