@@ -41,6 +41,7 @@ from typing import Any, Literal
 import torch
 
 from .._labels import unique_labels
+from .timeouts import scaled
 
 __all__ = ["BackendResults", "assert_backends_match"]
 
@@ -48,7 +49,7 @@ BackendResults = dict[str, Any]
 """What :func:`assert_backends_match` returns: each run's result (on the CPU), by backend name
 (``"cpu#2"`` for the second run of a backend listed twice)."""
 
-_TIMEOUT = 600.0
+_TIMEOUT = 600.0  # seconds a subprocess run may take on an idle machine (scaled by load)
 
 
 def _to_cpu(obj: Any) -> Any:
@@ -246,7 +247,7 @@ def assert_backends_match(
     rtol: float = 0.0,
     atol: float = 0.0,
     subprocess: bool | Literal["auto"] = False,
-    timeout: float = _TIMEOUT,
+    timeout: float | None = None,
 ) -> BackendResults:
     """Run ``fn()`` under each backend and assert that the results agree with the first backend's.
 
@@ -256,6 +257,8 @@ def assert_backends_match(
     ``"auto"`` (a subprocess only for a backend that cannot run in this one). A backend listed
     twice runs twice (a determinism check). Returns the results by backend name (``"cpu#2"``
     for a repeat), on the CPU. Raises :class:`AssertionError` on the first divergence.
+    ``timeout``: seconds each subprocess run may take (default 600, stretched by the machine's load
+    per CPU: :func:`accel_abstraction.testing.timeouts.scaled`).
     """
     if rtol < 0 or atol < 0:
         raise ValueError(f"tolerances must be >= 0 (rtol={rtol}, atol={atol})")
@@ -274,7 +277,8 @@ def assert_backends_match(
                     f"backend {name!r} runs in a subprocess, which needs an importable function: pass "
                     f"'module:function' (got {fn!r}, which is local or defined in __main__)"
                 )
-            results[label] = _run_in_subprocess(name, target, timeout)
+            limit = timeout if timeout is not None else scaled(_TIMEOUT)
+            results[label] = _run_in_subprocess(name, target, limit)
         else:
             results[label] = _run_in_process(name, func)
     labels = list(results)

@@ -13,6 +13,7 @@ import pytest
 
 import accel_abstraction.plugins as plugins
 import accel_abstraction.runtime as runtime
+from accel_abstraction.testing.timeouts import scaled
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -54,7 +55,7 @@ def run_python(code: str, *, env: dict[str, str] | None = None, cwd: Path | None
         text=True,
         env=full,
         cwd=cwd or REPO,
-        timeout=120,
+        timeout=scaled(120),
     )
 
 

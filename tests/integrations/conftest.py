@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from accel_abstraction.testing.timeouts import scaled
+
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
@@ -30,11 +32,12 @@ def run_python(args: list[str], env: dict[str, str], cwd: Path, timeout: float =
         start_new_session=True,
     )
     try:
-        out, err = proc.communicate(timeout=timeout)
+        limit = scaled(timeout)
+        out, err = proc.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        raise AssertionError(f"timed out after {timeout} s: {args}\n{err[-4000:]}") from None
+        raise AssertionError(f"timed out after {limit:.0f} s: {args}\n{err[-4000:]}") from None
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from accel_abstraction.testing.timeouts import scaled
+
 from .conftest import losses
 
 pytestmark = pytest.mark.slow
@@ -29,7 +31,7 @@ pytestmark = pytest.mark.slow
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 CPU = {"ACCEL_BACKEND": "cpu"}
 NEURON = {"ACCEL_BACKEND": "neuron", "ACCEL_NEURON_EMULATE": "1"}
-TIMEOUT = 240
+TIMEOUT = 240  # seconds on an idle machine; stretched by load (scaled)
 
 
 def _env(extra: dict[str, str]) -> dict[str, str]:
@@ -46,11 +48,12 @@ def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
 
 def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
     try:
-        out, err = proc.communicate(timeout=TIMEOUT)
+        limit = scaled(TIMEOUT)
+        out, err = proc.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
-        pytest.fail(f"{proc.args} did not finish in {TIMEOUT}s:\n{err[-3000:]}")
+        pytest.fail(f"{proc.args} did not finish in {limit:.0f}s:\n{err[-3000:]}")
     return proc.returncode, out, err
 
 

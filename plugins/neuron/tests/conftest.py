@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from accel_abstraction.testing.timeouts import scaled
+
 # The op_db/module_db conformance helpers (neuron_db_harness, neuron_db_xfails) sit next to this file.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -67,7 +69,7 @@ def run_python():
             [sys.executable, "-c", textwrap.dedent(code)],
             capture_output=True,
             text=True,
-            timeout=timeout,
+            timeout=scaled(timeout),
             env=env,
         )
 
@@ -115,7 +117,7 @@ def fresh_process() -> dict:
     """Results of `_FRESH_PROCESS`, run once per session in a new interpreter."""
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     proc = subprocess.run(
-        [sys.executable, "-c", _FRESH_PROCESS], capture_output=True, text=True, timeout=300, env=env
+        [sys.executable, "-c", _FRESH_PROCESS], capture_output=True, text=True, timeout=scaled(300), env=env
     )
     assert proc.returncode == 0, (
         f"fresh emulator process failed (rc={proc.returncode}):\n{proc.stderr[-3000:]}"

@@ -15,6 +15,9 @@ import pytest
 import torch
 from neuron_db_xfails import MODULES, verdict
 
+# the conformance tier (conftest.py at the repository root; docs/testing.md)
+pytestmark = pytest.mark.conformance
+
 _CASES = [
     pytest.param(info, training, id=f"{info.name}-{'train' if training else 'eval'}")
     for info in harness.module_db()

@@ -13,6 +13,9 @@ import pytest
 import torch
 from neuron_db_xfails import OPS, verdict
 
+# the conformance tier (conftest.py at the repository root; docs/testing.md)
+pytestmark = pytest.mark.conformance
+
 _OPS = harness.op_db()
 _F32 = [op for op in _OPS if torch.float32 in op.supported_dtypes("cpu")]
 _BF16 = [op for op in _OPS if torch.bfloat16 in op.supported_dtypes("cpu")]

@@ -27,6 +27,9 @@ from torch import nn
 
 import accel_abstraction as accel
 
+# the conformance tier (conftest.py at the repository root; docs/testing.md)
+pytestmark = pytest.mark.conformance
+
 transformers = pytest.importorskip("transformers")
 
 VOCAB = 64
