@@ -94,3 +94,15 @@ def accel_env_info(backend):  # type: ignore[no-untyped-def]
     else:
         value = "as torch ships it (neuron not selected yet)"
     return [("module .to()", value)]
+
+
+@hookimpl
+def accel_op_support(backend, register):  # type: ignore[no-untyped-def]
+    from .backend import NeuronBackend
+
+    if not isinstance(backend, NeuronBackend):
+        return
+    from .trainium_ops import op_support_rows
+
+    for row in op_support_rows():
+        register(row)
