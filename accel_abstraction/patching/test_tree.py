@@ -9,6 +9,7 @@ applied (its reverse applies) is left as it is, so applying twice is harmless.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,20 +23,27 @@ __all__ = ["TreeResult", "apply_to_tree"]
 
 @dataclass(frozen=True)
 class TreeResult:
-    """What :func:`apply_to_tree` did with one patch: ``"applied"`` now, or ``"was applied"`` before."""
+    """What :func:`apply_to_tree` did with one patch: ``"applied"`` now, ``"was applied"`` before, or
+    ``"not needed"`` (it changes none of the files asked for)."""
 
     patch: str
     state: str
 
 
-def apply_to_tree(series: Series, tree: Path) -> list[TreeResult]:
+def apply_to_tree(series: Series, tree: Path, files: Collection[str] | None = None) -> list[TreeResult]:
     """Apply every test-file patch of ``series`` to the files under ``tree``, in order.
+
+    ``files`` (paths like ``test/nn/test_convolution.py``): only the patches that change one of
+    them; the others are reported ``"not needed"``. Default: every patch.
 
     Raises :class:`PatchError` naming the patch and file when a file is missing or a hunk
     matches neither forward nor in reverse (the tree is of another PyTorch release).
     """
     results = []
     for patch in series.test_patches:
+        if files is not None and not set(patch.files) & set(files):
+            results.append(TreeResult(patch.name, "not needed"))
+            continue
         texts: dict[Path, str] = {}
         state = "applied"
         for diff in patch.diffs:

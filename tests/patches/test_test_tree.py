@@ -70,3 +70,9 @@ def test_a_tree_without_the_file_says_how_to_build_one(series, tmp_path: Path) -
     (tmp_path / "empty" / "test").mkdir(parents=True)
     with pytest.raises(PatchError, match=r"test/nn/test_convolution.py is not in the test tree .*docs/ci.md"):
         apply_to_tree(series, tmp_path / "empty")
+
+
+def test_only_the_patches_of_the_files_asked_for_are_applied(series, tmp_path: Path) -> None:
+    (tmp_path / "partial" / "test" / "nn").mkdir(parents=True)
+    [result] = apply_to_tree(series, tmp_path / "partial", ["test/nn/test_dropout.py"])
+    assert (result.patch[:4], result.state) == ("0017", "not needed")
