@@ -50,7 +50,7 @@ def _mode_base() -> type:
 class OpUsage:
     """Count the ATen operators run on ``device_type`` while the context is active::
 
-        with OpUsage("neuron") as usage:
+        with OpUsage(accel.device_type()) as usage:
             model(x).sum().backward()
         usage.counts  # Counter({'aten::mm': 3, ...})
     """

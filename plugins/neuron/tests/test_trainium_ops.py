@@ -64,6 +64,32 @@ def test_the_plugin_registers_the_table_for_neuron_only() -> None:
     assert got == []
 
 
+def test_accel_info_says_whether_strict_mode_is_on_and_where_it_was_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    from accel_neuron import plugin
+    from accel_neuron.backend import NeuronBackend
+    from accel_neuron.settings import NEURON
+
+    count = len(trainium_ops.load())
+    backend = NeuronBackend.__new__(NeuronBackend)
+    for name in [k for k in os.environ if k.startswith("ACCEL_")]:
+        monkeypatch.delenv(name)
+    backend.neuron_settings = NEURON.load()
+    assert plugin._fidelity(backend).startswith(f"strict off: the emulated device runs the {count} ATen operators")
+    monkeypatch.setenv("ACCEL_NEURON_STRICT", "1")
+    backend.neuron_settings = NEURON.load()
+    assert plugin._fidelity(backend) == (
+        f"strict (environment variable ACCEL_NEURON_STRICT): the emulated device refuses the {count} ATen "
+        "operators TorchNeuron documents as N / CPU_FALLBACK (trainium_ops.tsv)"
+    )
+
+
+def test_every_listed_operator_exists_in_the_installed_torch() -> None:
+    import torch
+
+    missing = [r.op for r in trainium_ops.load() if not hasattr(torch.ops.aten, r.op.split("::", 1)[1])]
+    assert missing == []  # a misspelt row would make strict mode refuse nothing for it
+
+
 STRICT = """
 import torch
 from accel_neuron import emulator
