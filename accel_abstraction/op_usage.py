@@ -41,12 +41,6 @@ class UsedOp:
     support: OpSupport | None
 
 
-def _mode_base() -> type:
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    return TorchDispatchMode
-
-
 class OpUsage:
     """Count the ATen operators run on ``device_type`` while the context is active::
 
@@ -62,6 +56,7 @@ class OpUsage:
 
     def __enter__(self) -> OpUsage:
         import torch
+        from torch.utils._python_dispatch import TorchDispatchMode
         from torch.utils._pytree import tree_leaves
 
         counts, device_type = self.counts, self.device_type
@@ -71,7 +66,7 @@ class OpUsage:
                 return leaf.device.type == device_type
             return isinstance(leaf, torch.device) and leaf.type == device_type
 
-        class _Mode(_mode_base()):  # type: ignore[misc]
+        class _Mode(TorchDispatchMode):
             def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
                 kwargs = kwargs or {}
                 if any(on_device(x) for x in tree_leaves((args, kwargs))):
