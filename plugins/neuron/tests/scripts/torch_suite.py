@@ -119,8 +119,7 @@ def prepare(tree: Path, work: Path, files: list[str]) -> list[str]:
     for result in apply_to_tree(series, tree, [f"test/{f}" for f in files]):
         print(f"{result.patch}: {result.state} (test tree {tree})")
     overlay = work / "overlay"
-    if not (overlay / "manifest.json").exists():
-        write_overlay(series, root, overlay)
+    write_overlay(series, root, overlay)  # made again each run: the series may have changed since
     # pytest's console script as the runner's target: its options follow the script, not ``-m``
     return ["-m", "accel_abstraction.patching.run", "--overlay", str(overlay), str(Path(sys.executable).with_name("pytest"))]
 
