@@ -5,6 +5,8 @@
   there is no GPU). Arguments after ``--`` go to pytest: ``nox -s "tests(backend='cpu')" -- -k parity``.
 * ``matrix``: every backend leg in one environment, then one table of passed/failed/skipped.
 * ``lint`` (ruff), ``typecheck`` (mypy), ``bench`` (``benchmarks/*.py``), ``patches``.
+* ``transformers_tests`` / ``torch_tests``: transformers' model tests / PyTorch's device-generic test
+  files from a given tree, on the CPU and the emulated neuron device, compared by test name (not in CI).
 * ``torch_newest``: the newest tested torch release (the emulator's ``TESTED_TORCH[-1]``) in its own
   environment, on the parts that touch torch internals, and the main job; ``.ci/run`` runs it.
   ``torch_release -- VERSION``: the whole suite on any release.
@@ -406,6 +408,20 @@ def transformers_tests(session: nox.Session) -> None:
             constraints.write_text("\n".join([*pins, ""]))
             session.install("-c", str(constraints), *wanted.split())
     session.run("python", script, *session.posargs)
+
+
+@nox.session
+def torch_tests(session: nox.Session) -> None:
+    """PyTorch's own device-generic test files on the CPU and on the emulated neuron device (not in CI).
+
+    ``nox -s torch_tests -- TREE [FILE ...] [--pytest-args "..."] [--json OUT] [--stock] [--strict]``: ``TREE`` is
+    a PyTorch test tree of the pinned release (third-party: never committed; without one the
+    session says how to get it: ``plugins/neuron/tests/scripts/torch_tests_tree.py``). The patch
+    series for the pinned torch is applied first (wheel patches as an overlay, patches to PyTorch's
+    test files to the tree). See docs/ci.md.
+    """
+    install_dev(session)
+    session.run("python", "plugins/neuron/tests/scripts/torch_suite.py", *session.posargs)
 
 
 @nox.session

@@ -90,6 +90,20 @@ def accel_env_info(backend: Backend) -> list[tuple[str, str]] | None:
     """
 
 
+@hookspec
+def accel_op_support(backend: Backend, register: Callable[[Any], None]) -> None:
+    """Say what the hardware's vendor documents about ATen operators on ``backend``'s device.
+
+    Call ``register(OpSupport(op, status, detail, source, release))``
+    (:class:`accel_abstraction.op_usage.OpSupport`) once per operator whose support is
+    documented as other than native: ``status`` is the vendor's own word (TorchNeuron's
+    ``CPU_FALLBACK`` / ``N``), ``source`` the page and ``release`` the release it is read from.
+    ``accel run --ops`` marks the operators a run used with these rows; an operator no plugin
+    registers is shown as unknown. Register nothing for a backend that is not yours. Only
+    documented facts belong here: a guess shown as a fact sends users after the wrong fix.
+    """
+
+
 # ---------------------------------------------------------------------------
 # Porting tools
 # ---------------------------------------------------------------------------

@@ -43,6 +43,12 @@ _WHEEL_COPIES = (
     ("torch/csrc/", "torch/include/torch/csrc/"),
 )
 
+#: Where a patch to PyTorch's test files goes instead of the installed torch.
+TEST_TREE_NOTE = (
+    "changes PyTorch's own test files, which no wheel ships: applied to a PyTorch test tree by "
+    "`nox -s torch_tests` (accel_abstraction.patching.test_tree; docs/ci.md)"
+)
+
 #: Why a source patch is listed but never applied.
 NOT_BUILT_HERE = (
     "not built here: it changes C++ that is compiled into torch's libraries, so it takes effect "
@@ -62,9 +68,10 @@ def wheel_copy(path: str) -> str | None:
 class PatchStatus:
     """Result of checking one patch.
 
-    ``state`` is ``"applies"``, ``"applied"`` or ``"fails"`` for a wheel patch, and
+    ``state`` is ``"applies"``, ``"applied"`` or ``"fails"`` for a wheel patch,
     ``"source"`` for a C++ patch (never applied here; ``"fails"`` when the wheel's copy of
-    a file it changes does not match its context).
+    a file it changes does not match its context), and ``"tests"`` for a patch to PyTorch's
+    test files (applied to a test tree, not to torch).
     """
 
     patch: Patch
@@ -98,6 +105,7 @@ def check_series(series: Series, torch_root: Path) -> list[PatchStatus]:
         texts = staged
         results.append(PatchStatus(patch, "applies"))
     results.extend(_check_source_patch(patch, torch_root) for patch in series.source_patches)
+    results.extend(PatchStatus(patch, "tests", TEST_TREE_NOTE) for patch in series.test_patches)
     order = {p.name: i for i, p in enumerate(series.all_patches)}
     return sorted(results, key=lambda r: order[r.patch.name])
 

@@ -96,9 +96,11 @@ def _list(args: argparse.Namespace) -> int:
     print(
         f"torch {torch_version_at(root)} at {root}: {len(series.patches)} patches in {series.directory}"
         + (f", and {len(series.source_patches)} C++ patches not built here" if series.source_patches else "")
+        + (f", and {len(series.test_patches)} to PyTorch's test files" if series.test_patches else "")
     )
+    marks = {"source": "  [C++, not built here]", "tests": "  [PyTorch test tree: nox -s torch_tests]"}
     for patch in series.all_patches:
-        print(f"  {patch.name}" + ("  [C++, not built here]" if patch.kind == "source" else ""))
+        print(f"  {patch.name}" + marks.get(patch.kind, ""))
         print(f"      {patch.subject}")
         print(f"      files: {', '.join(patch.files)}")
     return 0
@@ -110,14 +112,16 @@ def _check(args: argparse.Namespace) -> int:
     results = check_series(series, root)
     for result in results:
         line = f"{result.state:8} {result.patch.name}"
-        print(line + (f"\n         {result.detail}" if result.state in ("fails", "source") else ""))
+        print(line + (f"\n         {result.detail}" if result.state in ("fails", "source", "tests") else ""))
     failed = sum(r.state == "fails" for r in results)
     applied = sum(r.state == "applied" for r in results)
     source = sum(r.state == "source" for r in results)
+    tests = sum(r.state == "tests" for r in results)
     print(
-        f"torch {torch_version_at(root)} at {root}: {len(results) - failed - applied - source} apply, "
+        f"torch {torch_version_at(root)} at {root}: {len(results) - failed - applied - source - tests} apply, "
         f"{applied} already applied, {failed} fail"
         + (f"; {source} C++ patches not built here" if source else "")
+        + (f"; {tests} for PyTorch's test tree" if tests else "")
     )
     return 1 if failed else 0
 
@@ -176,7 +180,7 @@ def _rebase(args: argparse.Namespace) -> int:
     for name in report.kept:
         print(f"  KEPT     {name}  the replaced series' own (hand-ported) copy, which applies")
     for name in report.copied:
-        print(f"  copied   {name}  (C++; the wheel has no copy of its files to rebase against)")
+        print(f"  copied   {name}  (C++ or PyTorch test files: the wheel has no copy of its files to rebase against)")
     for name, why in report.failed.items():
         print(f"  PORT     {name}  copied unchanged, a person must port it: {why}")
     print("next: accel patches check, then the patch tests (pytest tests/patches) on this release")

@@ -1,10 +1,12 @@
 """Find and read a patch series: ``patches/pytorch/<torch version>/series`` and its patches.
 
-A series holds two kinds of patch. *Wheel* patches change Python files of the installed
+A series holds three kinds of patch. *Wheel* patches change Python files of the installed
 torch (``torch/**.py``): the tooling checks, overlays and applies them. *Source* patches
 change PyTorch's C++ (``c10/``, ``aten/``, ``torch/csrc/``): they only take effect in a
 PyTorch built from source, so here they are listed, their context is checked against
 the copies of those files that the wheel ships (its headers), and they are never applied.
+*Tests* patches change PyTorch's own test files (``test/``), which no wheel ships: they are
+applied to a PyTorch test tree (:mod:`.test_tree`, the ``torch_tests`` nox session).
 
 Nothing here imports torch: the version and location of the installed torch are read
 from its files, so the tooling can run (and an overlay can be activated) before torch
@@ -50,7 +52,7 @@ class Patch:
     path: Path
     subject: str
     diffs: tuple[FileDiff, ...]
-    kind: str = "wheel"  #: "wheel" (Python files of the installed torch) or "source" (C++)
+    kind: str = "wheel"  #: "wheel" (Python files of the installed torch), "source" (C++) or "tests" (``test/``)
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -77,6 +79,11 @@ class Series:
         return tuple(p for p in self.all_patches if p.kind == "source")
 
     @property
+    def test_patches(self) -> tuple[Patch, ...]:
+        """The patches to PyTorch's test files, in order: applied to a test tree (:mod:`.test_tree`)."""
+        return tuple(p for p in self.all_patches if p.kind == "tests")
+
+    @property
     def files(self) -> tuple[str, ...]:
         """Every installed file the wheel patches change, in first-touched order, without repeats."""
         return tuple(dict.fromkeys(f for p in self.patches for f in p.files))
@@ -87,6 +94,10 @@ def _is_wheel_file(path: str) -> bool:
 
 
 def _kind(name: str, diffs: list[FileDiff]) -> str:
+    if all(d.path.startswith("test/") for d in diffs):
+        return "tests"
+    if any(d.path.startswith("test/") for d in diffs):
+        raise PatchError(f"{name} changes PyTorch's test files and other files; split it into two patches")
     wheel = [_is_wheel_file(d.path) for d in diffs]
     if all(wheel):
         return "wheel"

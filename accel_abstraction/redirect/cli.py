@@ -5,6 +5,7 @@
     ACCEL_BACKEND=cpu accel run train.py --epochs 1
     accel run --report json -o report.json train.py
     accel run --allow-missing -m mypackage.train
+    ACCEL_BACKEND=neuron accel run --ops train.py   # + the ATen ops run on the device, documented fallbacks marked
     python -m accel_abstraction.run train.py      # the same, without the console script
 """
 
@@ -34,6 +35,11 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "--allow-missing", action="store_true",
         help="serve memory statistics the backend does not keep as 0 / {} (reported as 'missing') instead of failing",
     )  # fmt: skip
+    parser.add_argument(
+        "--ops", action="store_true",
+        help="also report the ATen operators run on the device, marking those the backend's vendor documents as "
+             "CPU fallback or unsupported (costs a Python call per operator)",
+    )  # fmt: skip
     parser.add_argument("target", metavar="TARGET", help="the script (or module with -m) to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
 
@@ -43,6 +49,7 @@ def _run(args: argparse.Namespace) -> int:
 
     opts = RunOptions(args.target, list(args.args), args.module, args.report, args.output, args.allow_missing)
     opts.traceback = bool(getattr(args, "traceback", False))
+    opts.ops = bool(args.ops)
     return run(opts)
 
 

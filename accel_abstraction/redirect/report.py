@@ -11,9 +11,10 @@ import os
 from collections.abc import Sequence
 from typing import IO, Any
 
+from ..op_usage import UsedOp
 from .sites import Site
 
-__all__ = ["as_json", "print_table", "write_json"]
+__all__ = ["as_json", "ops_json", "print_ops_table", "print_table", "write_json"]
 
 SCHEMA = 1
 
@@ -109,3 +110,44 @@ def print_table(
         )
     if any(s.status == "missing" for s in sites):
         console.print("[yellow]missing[/]: the backend keeps no such statistic; --allow-missing served 0 / {} / nothing.")
+
+
+def ops_json(used: Sequence[UsedOp]) -> list[dict[str, Any]]:
+    """The ``ops`` key of the JSON report (``accel run --ops``): one entry per ATen operator run on the device."""
+    rows = []
+    for u in used:
+        row: dict[str, Any] = {"op": u.op, "calls": u.calls, "status": None}
+        if u.support is not None:
+            s = u.support
+            row.update(status=s.status, detail=s.detail, source=s.source, release=s.release)
+        rows.append(row)
+    return rows
+
+
+def print_ops_table(used: Sequence[UsedOp], backend: str, device_type: str, file: IO[str] | None = None) -> None:
+    """Print the operators a run used on the device (``accel run --ops``), documented ones first."""
+    import sys
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = file or sys.stderr
+    console = Console(file=out, width=None if out.isatty() else 160)
+    if not used:
+        console.print(escape(f"accel run --ops: no ATen operator ran on a {device_type!r} tensor."))
+        return
+    documented = [u for u in used if u.support is not None]
+    table = Table(title=escape(f"ATen operators run on {device_type!r} (backend {backend!r})"), title_justify="left")
+    for col, kw in (("operator", {}), ("calls", {"justify": "right"}), ("documented", {}), ("source", {})):
+        table.add_column(col, **kw)  # type: ignore[arg-type]
+    for u in used:
+        s = u.support
+        mark = f"[bold yellow]{escape(s.status)}[/]: {escape(s.detail)}" if s else "-"
+        where = escape(f"{s.source}, {s.release}" if s and s.release else (s.source if s else ""))
+        table.add_row(escape(u.op), str(u.calls), mark, where)
+    console.print(table)
+    console.print(
+        f"{len(used)} operator{'s' * (len(used) != 1)}, {len(documented)} documented by the vendor as not native; "
+        "'-': nothing documented (unknown, not necessarily native)."
+    )

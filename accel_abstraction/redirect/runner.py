@@ -10,6 +10,7 @@ children of the target are redirected too (:mod:`.children`), and their sites me
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import runpy
@@ -21,10 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import AccelError
+from ..op_usage import OpUsage, UsedOp, annotate, backend_op_support
 from .children import collect, merge, propagate
 from .context import redirect_cuda
 from .failure import print_script_failure
-from .report import as_json, print_table, write_json
+from .report import as_json, ops_json, print_ops_table, print_table, write_json
 from .sites import Site
 
 __all__ = ["RunOptions", "run"]
@@ -39,6 +41,7 @@ class RunOptions:
     output: str | None = None  # JSON path ("-": stdout); implies a JSON report
     allow_missing: bool = False
     traceback: bool = False  # print a failing script's traceback in full
+    ops: bool = False  # also record the ATen operators run on the device (accel_abstraction.op_usage)
 
 
 def _exit_code(code: object) -> int:
@@ -134,6 +137,7 @@ def run(opts: RunOptions) -> int:
             sys.path[0] = os.path.dirname(os.path.abspath(script))
     sys.argv = [script, *opts.args]
     redirect = redirect_cuda(backend, allow_missing=opts.allow_missing)
+    usage = OpUsage(backend.device_type) if opts.ops else None
     error: AccelError | None = None
     children: list[Site] = []
     processes = 0
@@ -141,10 +145,11 @@ def run(opts: RunOptions) -> int:
     try:
         with propagate(backend.name, opts.allow_missing) as sites_dir:
             try:
-                if opts.module:
-                    runpy.run_module(opts.target, run_name="__main__", alter_sys=True)
-                else:
-                    runpy.run_path(script, run_name="__main__")
+                with usage if usage is not None else contextlib.nullcontext():
+                    if opts.module:
+                        runpy.run_module(opts.target, run_name="__main__", alter_sys=True)
+                    else:
+                        runpy.run_path(script, run_name="__main__")
                 status = 0
             except SystemExit as exc:
                 status = _exit_code(exc.code)
@@ -161,7 +166,8 @@ def run(opts: RunOptions) -> int:
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:
             sys.path[0] = saved_path0
-    _report(merge(redirect.sites(), children), processes, redirect, opts)
+    used = annotate(usage.counts, backend_op_support(backend)) if usage is not None else None
+    _report(merge(redirect.sites(), children), processes, redirect, opts, used)
     if error is not None:
         raise error
     return status
@@ -176,14 +182,21 @@ def _join_threads(before: set[threading.Thread]) -> None:
             thread.join()
 
 
-def _report(sites: list[Site], processes: int, redirect: redirect_cuda, opts: RunOptions) -> None:
+def _report(
+    sites: list[Site], processes: int, redirect: redirect_cuda, opts: RunOptions, used: list[UsedOp] | None
+) -> None:
     b = redirect.backend
     if opts.output or opts.report == "json":
+        data = as_json(sites, b.name, b.device_type, opts.allow_missing)
+        if used is not None:
+            data["ops"] = ops_json(used)
         try:
-            write_json(as_json(sites, b.name, b.device_type, opts.allow_missing), opts.output or "-")
+            write_json(data, opts.output or "-")
         except OSError as exc:
             if opts.output in (None, "-"):
                 raise  # stdout: ends the command as every output failure does (accel_abstraction.exits)
             print(f"accel run: the JSON report could not be written to {opts.output!r}: {exc}", file=sys.stderr)
     if opts.report == "table":
         print_table(sites, b.name, opts.allow_missing, children=processes)
+        if used is not None:
+            print_ops_table(used, b.name, b.device_type)

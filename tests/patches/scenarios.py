@@ -519,6 +519,33 @@ def flex_attention_device(device: str) -> dict[str, Any]:
     return {"outcome": out}
 
 
+# ----------------------------------------------------------------------------- 0016
+
+
+@scenario
+def fused_optimizer_metadata(device: str) -> dict[str, Any]:
+    """Whether PyTorch's optimizer test metadata lists the device as fused-capable; fused Adam vs the CPU's."""
+    from torch.testing._internal.common_optimizers import optim_db
+
+    listed = {
+        info.optim_cls.__name__: device in info.supports_fused_on
+        for info in optim_db
+        if info.optim_cls.__name__ in ("Adam", "AdamW", "SGD")
+    }
+    weights = torch.randn(8, 4)
+    grads = [torch.randn(8, 4) for _ in range(3)]
+
+    def train(dev: str) -> torch.Tensor:
+        p = torch.nn.Parameter(weights.clone().to(dev))
+        opt = torch.optim.Adam([p], lr=0.1, fused=True)
+        for g in grads:
+            p.grad = g.to(dev)
+            opt.step()
+        return p.detach().cpu()
+
+    return {"listed": listed, "fused_adam_same_as_cpu": torch.equal(train(device), train("cpu"))}
+
+
 # ----------------------------------------------------------------------------- main
 
 

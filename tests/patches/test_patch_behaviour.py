@@ -28,12 +28,17 @@ PATCH_SCENARIOS = {
     "0011": "module_to_keeps_tied_and_lazy",
     "0012": "linear_cross_entropy_accumulation",
     "0015": "flex_attention_device",
+    "0016": "fused_optimizer_metadata",
 }
 
 #: patch number -> the first torch release (major, minor) that behaves as the patch makes it
 #: behave; a series for that release or newer does not carry the patch (its series file says so),
 #: and the patch's test checks the stock behaviour instead.
 FIXED_UPSTREAM = {"0007": (2, 14)}
+
+#: patch number -> the releases (major, minor) whose series carries it so far: a patch written for
+#: one release and not yet ported to the newer series (patches/README.md says which).
+ONLY_IN = {"0016": {(2, 13)}}
 
 #: A CUDA build of torch (the registry's Linux wheels from 2.14 on here) takes some CUDA-only paths
 #: by build, not by device: there a patch's bug shows differently, or not at all.
@@ -47,6 +52,8 @@ def _release() -> tuple[int, int]:
 
 def carried(number: str) -> bool:
     """Whether the installed torch's series carries patch ``number``."""
+    if number in ONLY_IN and _release() not in ONLY_IN[number]:
+        return False
     return number not in FIXED_UPSTREAM or _release() < FIXED_UPSTREAM[number]
 
 
@@ -202,6 +209,16 @@ def test_0015_flex_attention_accepts_the_accelerator(scenarios) -> None:
     assert "only supported on CUDA, CPU, HPU, or MPS devices" in stock["outcome"]["message"]
     # eager on the device: the CPU's output bit for bit, and a backward that matches the math
     assert patched["outcome"] == {"same_as_cpu": True, "gradients_match_math": True}
+
+
+def test_0016_optimizer_test_metadata_lists_fused_support_on_the_accelerator(scenarios) -> None:
+    if not carried("0016"):
+        pytest.skip(f"the series for torch {torch.__version__} does not carry 0016 yet")
+    stock, patched = scenarios.observe("neuron", "fused_optimizer_metadata")
+    assert stock["listed"] == {"Adam": False, "AdamW": False, "SGD": False}
+    assert patched["listed"] == {"Adam": True, "AdamW": True, "SGD": True}
+    # what the metadata now makes test_optim.py test holds: fused Adam on the device is the CPU's, bit for bit
+    assert stock["fused_adam_same_as_cpu"] is patched["fused_adam_same_as_cpu"] is True
 
 
 @pytest.mark.parametrize("name", scenario_names())

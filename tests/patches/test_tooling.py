@@ -57,11 +57,14 @@ def test_series_lists_every_patch_file_in_order(series) -> None:
     for patch in series.source_patches:  # C++: the commit message says why it is not built here
         assert "Not built here:" in patch.path.read_text(), patch.name
         assert not any(f.endswith(".py") for f in patch.files)
+    for patch in series.test_patches:  # PyTorch's own test files: applied to a test tree, never to torch
+        assert all(f.startswith("test/") for f in patch.files), patch.name
 
 
 def test_every_patch_applies_cleanly_to_the_installed_torch(series, torch_root: Path) -> None:
     results = check_series(series, torch_root)
-    expected = [(p.name, "applies" if p.kind == "wheel" else "source") for p in series.all_patches]
+    state = {"wheel": "applies", "source": "source", "tests": "tests"}
+    expected = [(p.name, state[p.kind]) for p in series.all_patches]
     assert [(r.patch.name, r.state) for r in results] == expected
 
 

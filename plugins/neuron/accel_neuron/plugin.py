@@ -93,4 +93,28 @@ def accel_env_info(backend):  # type: ignore[no-untyped-def]
         value = "as torch ships it (ACCEL_NEURON_KEEP_TIED_PARAMETERS=0): tied parameters untie"
     else:
         value = "as torch ships it (neuron not selected yet)"
-    return [("module .to()", value)]
+    return [("module .to()", value), ("Trainium fidelity", _fidelity(backend))]
+
+
+def _fidelity(backend) -> str:  # type: ignore[no-untyped-def]
+    """The strict setting and the size of the Trainium table, for ``accel info``."""
+    from .trainium_ops import TABLE, load
+
+    rows = load()
+    documented = f"{len(rows)} ATen operators TorchNeuron documents as N / CPU_FALLBACK ({TABLE.name})"
+    settings = backend.neuron_settings
+    if settings.strict:
+        return f"strict ({settings.source_of('strict')}): the emulated device refuses the {documented}"
+    return f"strict off: the emulated device runs the {documented}; ACCEL_NEURON_STRICT=1 refuses them, accel run --ops lists those a run uses"
+
+
+@hookimpl
+def accel_op_support(backend, register):  # type: ignore[no-untyped-def]
+    from .backend import NeuronBackend
+
+    if not isinstance(backend, NeuronBackend):
+        return
+    from .trainium_ops import op_support_rows
+
+    for row in op_support_rows():
+        register(row)

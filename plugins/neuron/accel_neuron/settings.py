@@ -8,6 +8,10 @@ and visible NeuronCores.
 shows (``neuron:0`` .. ``neuron:N-1``, default 2); a Trainium instance has 2 to 128 logical
 NeuronCores.
 
+``strict = true`` (``ACCEL_NEURON_STRICT=1``) makes the emulated device refuse the ATen operators
+that AWS documents as not supported (``N``) or run on the host (``CPU_FALLBACK``) under
+TorchNeuron (``accel_neuron/trainium_ops.tsv``), with an error naming the operator and the source.
+
 ``keep_tied_parameters = false`` (``ACCEL_NEURON_KEEP_TIED_PARAMETERS=0``) leaves
 ``torch.nn.Module._apply`` as torch ships it (e.g. when torch is patched instead).
 
@@ -37,6 +41,12 @@ NEURON = declare(
         "emulate": Setting(bool, False, "Run the neuron device as a CPU emulation (CI, laptops)."),
         "emulate_devices": Setting(
             int, 2, "How many emulated devices (neuron:0 .. neuron:N-1) the emulation shows.", {"ge": 1, "le": 128}
+        ),
+        "strict": Setting(
+            bool,
+            False,
+            "The emulated device refuses the ATen operators TorchNeuron documents as not supported (N) or "
+            "run on the host (CPU_FALLBACK): accel_neuron/trainium_ops.tsv, each row with its source.",
         ),
         "keep_tied_parameters": Setting(
             bool,

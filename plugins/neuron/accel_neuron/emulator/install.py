@@ -104,8 +104,22 @@ def install(devices: int | None = None, source: str = "") -> None:
         from . import pickling
 
         pickling.install()
+        _install_strict()
         _installed = True
     log.info("neuron device emulated on the CPU (%d devices)", devices)
+
+
+def _install_strict() -> None:
+    """Strict mode (``ACCEL_NEURON_STRICT=1``): refuse what TorchNeuron refuses (:mod:`.strict`)."""
+    from ..settings import NEURON
+
+    settings = NEURON.load()
+    if settings.strict:
+        from ..trainium_ops import load
+        from .strict import install
+
+        where = settings.source_of("strict")
+        install(load(), f"strict = true from {where}" if where.kind == "file" else f"{where}")
 
 
 def _self_test() -> None:

@@ -86,9 +86,31 @@ def from_clone(url: str, src: Sources, paths: list[str], into: Path) -> None:
     _git("clone", "--quiet", "--depth", "1", "--filter=blob:none", "--no-checkout", "--branch", src.tag, url, str(into))
     head = _git("rev-parse", "HEAD", cwd=into).strip()
     if head != src.commit:
-        raise SystemExit(f"{url} tag {src.tag} is {head}, not {src.commit} as {SOURCES.name} says")
+        raise SystemExit(f"{url} tag {src.tag} is {head}, not {src.commit} as the sources list says")
     _git("sparse-checkout", "set", "--no-cone", *[f"/{p}" for p in paths], cwd=into)
     _git("checkout", "--quiet", src.tag, cwd=into)
+
+
+def build(src: Sources, paths: list[str], out: Path, git_dir: Path | None = None, url: str | None = None) -> int:
+    """Build the tree of ``paths`` at ``src.commit`` into ``out``, whole or not at all; 1 if ``out`` exists."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists():
+        print(f"{out} exists; remove it to build it again", file=sys.stderr)
+        return 1
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        if git_dir is not None:
+            from_git_dir(git_dir, src, paths, work)
+        else:
+            shutil.rmtree(work)  # git clone wants to create it
+            from_clone(url or f"https://github.com/{src.repo}", src, paths, work)
+        missing = [p for p in paths if "*" not in p and not (work / p).exists()]
+        if missing:
+            raise SystemExit(f"not at {src.tag}: {', '.join(missing)}")
+        work.rename(out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
 
 
 def main() -> int:
@@ -102,23 +124,8 @@ def main() -> int:
     src = read_sources()
     paths = [*src.paths, *(f"tests/models/{m}" for m in args.model)]
     out = args.out or ROOT / ".cache" / f"transformers-{src.tag}"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.exists():
-        print(f"{out} exists; remove it to build it again", file=sys.stderr)
+    if build(src, paths, out, args.git_dir, args.url):
         return 1
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        if args.git_dir is not None:
-            from_git_dir(args.git_dir, src, paths, work)
-        else:
-            shutil.rmtree(work)  # git clone wants to create it
-            from_clone(args.url or f"https://github.com/{src.repo}", src, paths, work)
-        missing = [p for p in paths if "*" not in p and not (work / p).exists()]
-        if missing:
-            raise SystemExit(f"not at {src.tag}: {', '.join(missing)}")
-        work.rename(out)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     print(f"{out}: transformers {src.tag} ({src.commit[:12]}) test tree\nnow: nox -s transformers_tests -- {out}")
     return 0
 

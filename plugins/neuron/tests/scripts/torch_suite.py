@@ -1,0 +1,218 @@
+"""Run PyTorch's own device-generic test files on the CPU and on the emulated neuron device, side by side.
+
+Run (``nox -s torch_tests -- TREE [FILE ...]`` does it in the dev environment)::
+
+    python plugins/neuron/tests/scripts/torch_suite.py TREE [FILE ...]
+
+``TREE`` is a PyTorch test tree of the installed release (``torch_tests_tree.py`` builds one
+into the git-ignored ``.cache/``); ``FILE`` paths are relative to its ``test/`` folder (default:
+the eight files of :data:`DEFAULT_FILES`). Each file runs once per device in a fresh pytest, the
+way PyTorch validates out-of-tree devices: ``instantiate_device_type_tests`` makes a class per
+device type, ``PYTORCH_TESTING_DEVICE_ONLY_FOR`` keeps the CPU's (``TestFooCPU``) in one run and
+the PrivateUse1 one (``TestFooPRIVATEUSE1``, the emulated device) in the other. Before running, the
+series for the installed torch (``patches/pytorch/<release>/``) is applied: its wheel patches as
+an overlay both runs import torch through, its patches to PyTorch's test files to the tree
+(``--stock`` runs without either). Tests are compared by name with the device taken out; the
+table shows passed / failed / skipped / errors and wall time per device, then every test that
+passes on the CPU and fails (or is missing) on neuron, with the first line of its message, split
+into what AWS documents Trainium does not run (an operator of ``accel_neuron/trainium_ops.tsv`` in
+the message: ``--strict`` runs the device with ``ACCEL_NEURON_STRICT=1`` so that such operators fail
+naming themselves) and all others (bugs to fix). Tests only the device runs (accelerator-only, the CPU
+skips them) are counted apart. junit XML and logs go to ``TREE/.accel-torch/``; ``--json`` writes
+the counts, times and failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from transformers_suite import _outcomes as junit_outcomes  # noqa: E402
+from transformers_suite import pytest_counts  # noqa: E402
+
+DEFAULT_FILES = (
+    "test_view_ops.py",
+    "test_shape_ops.py",
+    "test_indexing.py",
+    "test_optim.py",
+    "nn/test_dropout.py",
+    "nn/test_embedding.py",
+    "nn/test_pooling.py",
+    "nn/test_convolution.py",
+)
+HOW_TO_GET = (
+    "PyTorch's tests are not in its wheel. Get the test tree of the installed release (a sparse checkout, "
+    "see docs/ci.md):\n  python plugins/neuron/tests/scripts/torch_tests_tree.py\n"
+    "then: nox -s torch_tests -- .cache/pytorch-<tag>"
+)
+#: Each leg's environment: the backend selection and PyTorch's own device filter.
+DEVICES = {
+    "cpu": {"ACCEL_BACKEND": "cpu", "PYTORCH_TESTING_DEVICE_ONLY_FOR": "cpu"},
+    "neuron": {"ACCEL_BACKEND": "neuron", "ACCEL_NEURON_EMULATE": "1", "PYTORCH_TESTING_DEVICE_ONLY_FOR": "privateuse1"},
+}  # fmt: skip
+_OUTCOME_FAILED = ("failed", "error", "missing")
+
+
+def generic_id(test_id: str, device: str) -> str:
+    """``m.TestViewOpsPRIVATEUSE1::test_view_neuron_float32`` -> ``m.TestViewOps::test_view_<device>_float32``.
+
+    ``instantiate_device_type_tests`` appends the device type in capitals to the class name (for
+    an out-of-tree device: ``PRIVATEUSE1``, whatever its name) and inserts the device type after
+    the test's name in the method name (before the dtype).
+    """
+    cls, _, name = test_id.partition("::")
+    cls = re.sub(f"(?:{device.upper()}|PRIVATEUSE1)$", "", cls)
+    head, sep, tail = name.rpartition(f"_{device}")
+    if sep and (not tail or tail.startswith(("_", "["))):
+        name = f"{head}_<device>{tail}"
+    return f"{cls}::{name}"
+
+
+def compare(cpu: dict[str, tuple[str, str]], neuron: dict[str, tuple[str, str]]) -> dict[str, list]:
+    """CPU-pass/neuron-fail pairs and accelerator-only tests, by generic name.
+
+    ``cpu`` and ``neuron`` map each leg's test ids to ``(outcome, message)``.
+    """
+    c = {generic_id(t, "cpu"): v for t, v in cpu.items()}
+    n = {generic_id(t, "neuron"): v for t, v in neuron.items()}
+    fails = [(t, n.get(t, ("missing", ""))) for t, (o, _) in c.items() if o == "passed"]
+    return {
+        "cpu_pass_neuron_fail": [(t, got[0], got[1]) for t, got in fails if got[0] in _OUTCOME_FAILED],
+        "neuron_only": [(t, o, m) for t, (o, m) in n.items() if t not in c or c[t][0] == "skipped"],
+    }
+
+
+def trainium_ops() -> dict[str, str]:
+    """Operator name (``quantize_per_tensor``) -> its documented status, from the Trainium table."""
+    from accel_neuron.trainium_ops import load
+
+    return {row.op.split("::", 1)[1]: f"{row.status} ({row.source}, {row.release})" for row in load()}
+
+
+def documented(message: str, table: dict[str, str]) -> str | None:
+    """The documented Trainium status of the first table operator ``message`` names, or ``None``."""
+    for name, status in table.items():
+        if re.search(rf"\b{re.escape(name)}\b", message):
+            return f"{name}: {status}"
+    return None
+
+
+def prepare(tree: Path, work: Path, files: list[str]) -> list[str]:
+    """Apply the installed torch's series: wheel patches as an overlay (its path is returned as the
+    runner's prefix), the patches to PyTorch's test files that change one of ``files`` to ``tree``."""
+    from accel_abstraction.patching.apply import write_overlay
+    from accel_abstraction.patching.series import installed_torch_root, load_series, torch_version_at
+    from accel_abstraction.patching.test_tree import apply_to_tree
+
+    root = installed_torch_root()
+    series = load_series(torch_version_at(root))
+    for result in apply_to_tree(series, tree, [f"test/{f}" for f in files]):
+        print(f"{result.patch}: {result.state} (test tree {tree})")
+    overlay = work / "overlay"
+    write_overlay(series, root, overlay)  # made again each run: the series may have changed since
+    # pytest's console script as the runner's target: its options follow the script, not ``-m``
+    return ["-m", "accel_abstraction.patching.run", "--overlay", str(overlay), str(Path(sys.executable).with_name("pytest"))]
+
+
+def run(
+    tree: Path, files: list[str], timeout: float, pytest_args: list[str], report: Path | None, stock: bool, strict: bool
+) -> int:
+    work = tree / ".accel-torch"
+    work.mkdir(exist_ok=True)
+    runner = [] if stock else prepare(tree, work, files)
+    table = trainium_ops()
+    rows, bugs, trainium, accel_only = [], [], [], 0
+    for test_file in files:
+        per_device = {}
+        for device, env in DEVICES.items():
+            stem = test_file.replace("/", "-").removesuffix(".py")
+            junit = work / f"{stem}-{device}.xml"
+            full = {k: v for k, v in os.environ.items() if not k.startswith(("ACCEL_", "PYTORCH_TESTING_DEVICE"))}
+            full.update(env, OMP_NUM_THREADS=full.get("OMP_NUM_THREADS", "1"))
+            if strict and device == "neuron":
+                full["ACCEL_NEURON_STRICT"] = "1"  # refuse what TorchNeuron documents as N / CPU_FALLBACK
+            junit.unlink(missing_ok=True)  # a run that is killed must not leave the last run's results
+            start = time.perf_counter()
+            with open(junit.with_suffix(".log"), "wb") as log:
+                try:
+                    subprocess.run(
+                        [sys.executable, *(runner or ["-m", "pytest"]), "-q", "-p", "no:cacheprovider",
+                         "--junitxml", str(junit), *pytest_args, test_file],
+                        cwd=tree / "test", env=full, timeout=timeout, stdout=log, stderr=subprocess.STDOUT,
+                    )  # fmt: skip
+                except subprocess.TimeoutExpired:
+                    log.write(f"\naccel torch_suite: timed out after {timeout:.0f} s\n".encode())
+            per_device[device] = (junit_outcomes(junit), time.perf_counter() - start)
+        found = compare(per_device["cpu"][0], per_device["neuron"][0])
+        for tid, outcome, message in found["cpu_pass_neuron_fail"]:
+            why = documented(message, table)
+            (trainium if why else bugs).append((test_file, tid, f"{outcome}: {message}", why))
+        accel_only += len(found["neuron_only"])
+        for device, (outcomes, seconds) in per_device.items():
+            counts = pytest_counts(junit.with_name(f"{stem}-{device}.log")) or {
+                k: sum(1 for o, _ in outcomes.values() if o == k) for k in ("passed", "failed", "skipped", "error")
+            }
+            rows.append((test_file, device, counts, seconds))
+    print(f"{'file':28} {'device':7} {'passed':>7} {'failed':>7} {'skipped':>8} {'errors':>7} {'time':>8}")
+    for test_file, device, c, seconds in rows:
+        print(f"{test_file:28} {device:7} {c['passed']:7} {c['failed']:7} {c['skipped']:8} {c['error']:7} {seconds:7.0f}s")
+    print(f"\n{accel_only} test(s) ran on neuron only (the CPU skips or lacks them), not compared.")
+    print(f"\n{len(bugs)} test(s) pass on the CPU and fail on neuron:")
+    for test_file, tid, message, _ in bugs:
+        print(f"  {test_file} {tid}: {message}")
+    print(f"\n{len(trainium)} more use an operator AWS documents as not run natively on Trainium:")
+    for test_file, tid, message, why in trainium:
+        print(f"  {test_file} {tid}: {message} [{why}]")
+    if report is not None:
+        data = {
+            "patched": not stock,
+            "strict": strict,
+            "rows": [{"file": f, "device": d, **c, "seconds": round(t, 1)} for f, d, c, t in rows],
+            "cpu_pass_neuron_fail": [{"file": f, "test": t, "message": m} for f, t, m, _ in bugs],
+            "trainium_documented": [{"file": f, "test": t, "message": m, "documented": w} for f, t, m, w in trainium],
+            "neuron_only_tests": accel_only,
+        }
+        from accel_abstraction.safe_io import atomic_write
+
+        atomic_write(report, json.dumps(data, indent=1) + "\n", what="the torch_tests report")
+    return 1 if bugs else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("tree", nargs="?", type=Path, help="a PyTorch test tree (with test/) of the installed release")
+    parser.add_argument("files", nargs="*", default=list(DEFAULT_FILES), help="paths relative to TREE/test")
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds per file and device")
+    parser.add_argument("--pytest-args", default="", help="options for every pytest run, one string")
+    parser.add_argument("--json", type=Path, help="also write the counts, times and failures here")
+    parser.add_argument("--stock", action="store_true", help="run without the patch series (torch and tests as shipped)")
+    parser.add_argument(
+        "--strict", action="store_true",
+        help="run the neuron leg with ACCEL_NEURON_STRICT=1: operators AWS documents as not native on Trainium "
+             "fail naming the operator and the source, and are listed apart",
+    )  # fmt: skip
+    args = parser.parse_args()
+    if args.tree is None or not (args.tree / "test").is_dir():
+        print(HOW_TO_GET, file=sys.stderr)
+        return 2
+    missing = [f for f in args.files if not (args.tree / "test" / f).is_file()]
+    if missing:
+        print(f"not in {args.tree}/test: {', '.join(missing)}\n{HOW_TO_GET}", file=sys.stderr)
+        return 2
+    return run(
+        args.tree.resolve(), args.files, args.timeout, shlex.split(args.pytest_args), args.json, args.stock, args.strict
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

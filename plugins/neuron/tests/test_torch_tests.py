@@ -1,0 +1,89 @@
+"""The PyTorch test tree's sources list and the suite runner's bookkeeping (scripts/torch_*.py),
+and what the test-expectation patch 0017 says about the emulated device."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import torch
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+
+
+def _load(name: str) -> ModuleType:
+    sys.path.insert(0, str(SCRIPTS))
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+tree = _load("torch_tests_tree")
+suite = _load("torch_suite")
+
+
+def test_the_sources_pin_the_commit_the_installed_wheel_was_built_from() -> None:
+    src = tree.read_sources(tree.SOURCES)
+    assert src.repo == "pytorch/pytorch"
+    assert src.tag == f"v{torch.__version__.split('+')[0]}"
+    assert src.commit == torch.version.git_version
+    for test_file in suite.DEFAULT_FILES:
+        assert f"test/{test_file}" in src.paths, test_file
+    assert {"test/test_torch.py", "test/test_nn.py", "test/test_modules.py", "test/test_autograd.py"} <= set(src.paths)
+
+
+def test_tests_are_compared_by_name_with_the_device_taken_out() -> None:
+    assert suite.generic_id("test_view_ops.TestViewOpsPRIVATEUSE1::test_view_neuron_float32", "neuron") == (
+        "test_view_ops.TestViewOps::test_view_<device>_float32"
+    )
+    assert suite.generic_id("test_view_ops.TestViewOpsCPU::test_view_cpu_float32", "cpu") == (
+        "test_view_ops.TestViewOps::test_view_<device>_float32"
+    )
+    # a test whose own name contains the device word keeps it: only the instantiated suffix goes
+    assert suite.generic_id("m.TestXCPU::test_cpu_copy_cpu", "cpu") == "m.TestX::test_cpu_copy_<device>"
+
+
+def test_cpu_pass_neuron_fail_and_accelerator_only_tests_are_told_apart() -> None:
+    cpu = {
+        "m.TestXCPU::test_a_cpu": ("passed", ""),
+        "m.TestXCPU::test_b_cpu": ("passed", ""),
+        "m.TestXCPU::test_c_cpu": ("passed", ""),
+        "m.TestXCPU::test_d_cpu": ("skipped", "needs an accelerator"),
+    }
+    neuron = {
+        "m.TestXPRIVATEUSE1::test_a_neuron": ("passed", ""),
+        "m.TestXPRIVATEUSE1::test_b_neuron": ("failed", "AssertionError: wrong"),
+        "m.TestXPRIVATEUSE1::test_d_neuron": ("passed", ""),
+        "m.TestXPRIVATEUSE1::test_e_neuron": ("passed", ""),
+    }
+    found = suite.compare(cpu, neuron)
+    assert found["cpu_pass_neuron_fail"] == [
+        ("m.TestX::test_b_<device>", "failed", "AssertionError: wrong"),
+        ("m.TestX::test_c_<device>", "missing", ""),
+    ]
+    assert [t for t, _, _ in found["neuron_only"]] == ["m.TestX::test_d_<device>", "m.TestX::test_e_<device>"]
+
+
+def test_a_failure_naming_a_documented_operator_is_listed_with_its_source() -> None:
+    table = suite.trainium_ops()
+    why = suite.documented("TrainiumStrictError: aten::quantize_per_tensor on the neuron device", table)
+    assert why is not None and why.startswith("quantize_per_tensor: N (AWS Neuron docs")
+    assert suite.documented("AssertionError: Tensor-likes are not close!", table) is None
+
+
+def test_0017s_claim_a_neuron_convolution_selects_overrideable_and_an_empty_one_empty(neuron_emulator) -> None:
+    backend = torch._C._ConvBackend
+
+    def selected(batch: int, device: torch.device) -> object:
+        x = torch.randn(batch, 4, 6, 6, device=device)
+        w = torch.randn(8, 4, 3, 3, device=device)
+        return torch._C._select_conv_backend(x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+
+    assert selected(2, neuron_emulator) == backend.Overrideable
+    assert selected(0, neuron_emulator) == backend.Empty
+    assert selected(2, torch.device("cpu")) not in (backend.Overrideable, backend.Empty)

@@ -1,0 +1,78 @@
+"""Patches to PyTorch's own test files: their kind in the series, and applying them to a test tree."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from accel_abstraction.patching.errors import PatchError
+from accel_abstraction.patching.series import load_series
+from accel_abstraction.patching.test_tree import apply_to_tree
+
+STOCK = textwrap.dedent(
+    """\
+    class TestConvolutionNNDeviceType(NNTestCase):
+        def test_conv_backend(self, device, backend_expected):
+            inputs = []
+
+            # Ensure correct backend is selected.
+            backend_actual = torch._C._select_conv_backend(*inputs)
+            self.assertEqual(backend_actual, backend_expected)
+
+            # Ensure backward call succeeds.
+            convolution = torch.ops.aten.convolution
+    """
+)
+
+
+@pytest.fixture
+def series():
+    return load_series("2.13.0")
+
+
+def _tree(tmp_path: Path, text: str = STOCK) -> Path:
+    path = tmp_path / "pytorch" / "test" / "nn" / "test_convolution.py"
+    path.parent.mkdir(parents=True)
+    path.write_text("# a stand-in with the lines the patch changes\n" + text)
+    return tmp_path / "pytorch"
+
+
+def test_patches_to_test_files_are_their_own_kind(series) -> None:
+    kinds = {p.name[:4]: p.kind for p in series.all_patches}
+    assert kinds["0017"] == "tests" and kinds["0016"] == "wheel"
+    assert [p.name[:4] for p in series.test_patches] == ["0017"]
+    assert "test/nn/test_convolution.py" not in series.files  # never overlaid onto torch
+
+
+def test_applying_to_a_tree_changes_the_expectation_once(series, tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    [result] = apply_to_tree(series, tree)
+    assert (result.patch[:4], result.state) == ("0017", "applied")
+    text = (tree / "test/nn/test_convolution.py").read_text()
+    assert "backend_expected = torch._C._ConvBackend.Overrideable" in text
+    assert text.index("_select_conv_backend(*inputs)") < text.index("Overrideable") < text.index("assertEqual")
+    [again] = apply_to_tree(series, tree)
+    assert again.state == "was applied"
+    assert (tree / "test/nn/test_convolution.py").read_text() == text
+
+
+def test_a_tree_of_another_release_is_refused_naming_the_patch(series, tmp_path: Path) -> None:
+    tree = _tree(tmp_path, STOCK.replace("backend_actual, backend_expected", "backend_expected, backend_actual"))
+    before = (tree / "test/nn/test_convolution.py").read_text()
+    with pytest.raises(PatchError, match=r"0017-.*hunk 1 .* does not apply to test/nn/test_convolution.py"):
+        apply_to_tree(series, tree)
+    assert (tree / "test/nn/test_convolution.py").read_text() == before
+
+
+def test_a_tree_without_the_file_says_how_to_build_one(series, tmp_path: Path) -> None:
+    (tmp_path / "empty" / "test").mkdir(parents=True)
+    with pytest.raises(PatchError, match=r"test/nn/test_convolution.py is not in the test tree .*docs/ci.md"):
+        apply_to_tree(series, tmp_path / "empty")
+
+
+def test_only_the_patches_of_the_files_asked_for_are_applied(series, tmp_path: Path) -> None:
+    (tmp_path / "partial" / "test" / "nn").mkdir(parents=True)
+    [result] = apply_to_tree(series, tmp_path / "partial", ["test/nn/test_dropout.py"])
+    assert (result.patch[:4], result.state) == ("0017", "not needed")
