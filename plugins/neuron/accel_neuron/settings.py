@@ -8,6 +8,10 @@ and visible NeuronCores.
 shows (``neuron:0`` .. ``neuron:N-1``, default 2); a Trainium instance has 2 to 128 logical
 NeuronCores.
 
+``emulate_memory = BYTES`` (``ACCEL_NEURON_EMULATE_MEMORY=BYTES``) is each emulated device's memory
+(default 24 GiB, a Trainium2 logical NeuronCore's share of the chip's 96 GiB of HBM at LNC=2); an
+allocation past it raises ``torch.OutOfMemoryError``.
+
 ``keep_tied_parameters = false`` (``ACCEL_NEURON_KEEP_TIED_PARAMETERS=0``) leaves
 ``torch.nn.Module._apply`` as torch ships it (e.g. when torch is patched instead).
 
@@ -37,6 +41,13 @@ NEURON = declare(
         "emulate": Setting(bool, False, "Run the neuron device as a CPU emulation (CI, laptops)."),
         "emulate_devices": Setting(
             int, 2, "How many emulated devices (neuron:0 .. neuron:N-1) the emulation shows.", {"ge": 1, "le": 128}
+        ),
+        "emulate_memory": Setting(
+            int,
+            24 * 2**30,
+            "Bytes of memory of each emulated device (default 24 GiB: a Trainium2 logical NeuronCore's HBM "
+            "share); an allocation past it raises torch.OutOfMemoryError.",
+            {"ge": 1},
         ),
         "keep_tied_parameters": Setting(
             bool,
