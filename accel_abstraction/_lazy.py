@@ -12,7 +12,7 @@ def torch_first() -> None:
     """Import torch (when installed and not imported yet) before importing a module of ours that needs it.
 
     ``import torch`` ends by calling the ``torch.backends`` entry points, and a backend plugin's
-    (accel-neuron's, with the emulated device configured) selects the configured backend, which
+    (one that sets its device up at ``import torch``) selects the configured backend, which
     imports :mod:`accel_abstraction.runtime` and :mod:`accel_abstraction.interface`. Were torch first
     imported by one of our modules, that module would still be half-initialized then (the import
     cycle interface -> arguments -> torch -> autoload -> runtime -> interface). Called by the entry
