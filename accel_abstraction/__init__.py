@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import api as _api
-from ._lazy import lazy_getattr
+from ._lazy import lazy_getattr, torch_first
 from .scaler_defaults import SCALER
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ __version__ = "0.1.0"
 
 
 def _b() -> Backend:
+    torch_first()  # before runtime's import: see _lazy.torch_first
     from .runtime import current
 
     return current()
@@ -69,6 +70,7 @@ def use(name: str | None = None, **settings: Any) -> Backend:
     Keyword arguments override ``ACCEL_*`` variables and ``[tool.accel]``:
     ``accel.use("cuda", device_index=1, amp_dtype="bfloat16", fallback="cpu")``.
     """
+    torch_first()
     from .runtime import use as _use
 
     return _use(name, **settings)
@@ -81,6 +83,7 @@ def configure(**settings: Any) -> Backend:
 
 def using(name: str, **settings: Any) -> contextlib.AbstractContextManager[Backend]:
     """Select ``name`` inside a ``with`` block, restoring the previous selection after it (process-wide)."""
+    torch_first()
     from .runtime import using as _using
 
     return _using(name, **settings)
@@ -349,7 +352,10 @@ _LAZY: dict[str, str] = _api.LAZY
 __all__ = list(_api.ALL)
 
 
-__getattr__ = lazy_getattr(__name__, _LAZY, globals())
+#: Lazy modules that never import torch (``accel.AccelError`` stays cheap); the others import it first.
+_TORCH_FREE = frozenset({"errors", "features", "hookspecs", "registry", "settings"})
+
+__getattr__ = lazy_getattr(__name__, _LAZY, globals(), _TORCH_FREE)
 
 
 def __dir__() -> list[str]:

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from ._lazy import torch_first
 from .commands import CommandSpec, collect_commands
 from .exits import print_error, run_command
 from .plugins import get_host
@@ -47,6 +48,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     wanted = {spec.module for spec in commands.values() if command is None or spec.name == command}
+    if any(spec.imports_torch and spec.module in wanted for spec in commands.values()):
+        torch_first()
     for module in dict.fromkeys(spec.module for spec in commands.values()):
         if module in wanted:
             importlib.import_module(module).add_parser(subparsers)

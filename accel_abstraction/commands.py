@@ -49,6 +49,9 @@ class CommandSpec:
     name: str
     help: str
     module: str
+    imports_torch: bool = False
+    """The module imports torch when it is imported: the CLI imports torch before it (so that a
+    backend plugin's ``torch.backends`` autoload never meets our modules half-imported)."""
 
     def __post_init__(self) -> None:
         if not _NAME_RE.match(self.name):
@@ -61,7 +64,9 @@ BUILTIN_COMMANDS: tuple[CommandSpec, ...] = (
         "scan", "find CUDA coupling in Python code (reads it; never runs it)", "accel_abstraction.porting.cli"
     ),
     CommandSpec("port", "rewrite CUDA coupling to the accel_abstraction API", "accel_abstraction.porting.cli"),
-    CommandSpec("run", "run CUDA code unchanged on the selected backend", "accel_abstraction.redirect.cli"),
+    CommandSpec(
+        "run", "run CUDA code unchanged on the selected backend", "accel_abstraction.redirect.cli", imports_torch=True
+    ),
     CommandSpec(
         "parity", "run a training script on several backends and compare", "accel_abstraction.parity.cli"
     ),

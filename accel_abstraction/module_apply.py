@@ -20,10 +20,17 @@ that torch does in place (``.data =``, or swapping with
 ``torch.__future__.set_swap_module_params_on_conversion(True)``) are left untouched,
 so on CPU and CUDA the wrapper changes nothing. :func:`disable` restores the original.
 
-As in stock torch on such a device, the converted parameters are new objects: create
-optimizers after ``.to()`` (PyTorch's advice for ``.cuda()`` too). Sharing is kept
-within one call: two separate ``.to()`` calls on two modules that share a tensor give
-two tensors, as stock torch does.
+A converted parameter keeps its identity, as on CUDA: ``m.weight is p`` after
+``m.to(device)`` (code that holds a parameter across ``.to()``, e.g. an optimizer made
+before it, or transformers' tests, sees the moved tensor). The original ``Parameter``
+object is given the converted tensor (data, device, ``.grad``) with
+``torch.utils.swap_tensors`` and keeps its class and attributes; where torch refuses the
+swap (another reference holds the original's tensor: a view of it, a weak reference), the
+parameter is replaced by the converted one, as stock torch does. Unlike
+``set_swap_module_params_on_conversion``, this touches only the conversions torch cannot
+do in place, and leaves every other ``.to()`` and ``load_state_dict`` as they are. Sharing
+is kept within one call: two separate ``.to()`` calls on two modules that share a tensor
+give two tensors, as stock torch does.
 
 Enabling is reference-counted by owner, so two plugins may each ask for it.
 """
@@ -100,9 +107,24 @@ def _apply(self: torch.nn.Module, fn: Callable[[torch.Tensor], torch.Tensor], re
                 lazy: type[UninitializedParameter] = type(old)
                 # UninitializedParameter.__new__(requires_grad, device, dtype); the stubs give Parameter's
                 new = lazy(old.requires_grad, device=new.device, dtype=new.dtype)  # type: ignore[call-arg,arg-type]
-            kept = parameters[id(old)] = (old, new)
+            kept = parameters[id(old)] = (old, _keep_object(old, new))
         self._parameters[key] = kept[1]  # type: ignore[assignment]  # a Parameter: what fn made of one
     return result
+
+
+def _keep_object(old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+    """``old`` holding ``new``'s tensor (data, device, grad), with its own class and attributes; or
+    ``new`` where torch refuses to swap them (another reference to ``old``'s tensor or object)."""
+    cls, attrs = type(old), dict(old.__dict__)
+    try:
+        torch.utils.swap_tensors(old, new)
+    except RuntimeError:
+        return new
+    if type(old) is not cls:
+        old.__class__ = cls  # swap_tensors swapped the classes too; the object keeps its own
+    old.__dict__.clear()
+    old.__dict__.update(attrs)
+    return old
 
 
 def enable(owner: str) -> None:

@@ -15,6 +15,11 @@ Lightning) looks for one, with no change to the script:
 * anything else: returns after reading the environment (and the nearest ``pyproject.toml``
   when the environment does not decide it; ``benchmarks/bench_autoload.py`` measures it).
 
+When torch is first imported from inside one of accel's own modules (an order the package's
+entry points avoid: :func:`accel_abstraction._lazy.torch_first`), that module is still
+half-initialized and selecting now would meet it (an import cycle); the selection is left to
+the first accel call, which selects the configured backend anyway, with no warning.
+
 An exception here would make ``import torch`` itself fail, so none escapes: a broken
 configuration is reported as a :class:`RuntimeWarning`, and the same error is raised,
 where it belongs, by the first ``accel`` call. ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` turns
@@ -23,7 +28,9 @@ all autoloading off (PyTorch's switch).
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 import warnings
 
 from .names import NEURON, NEURON_ALIASES
@@ -58,10 +65,30 @@ def configured() -> bool:
     return str(CORE.load().backend).lower() in _SELECTED_BY
 
 
+_OURS = ("accel_abstraction", "accel_neuron")
+
+
+def _half_imported() -> str | None:
+    """The first of accel's modules that is being imported right now (torch imported from inside it), or None."""
+    for name, module in list(sys.modules.items()):
+        if name.partition(".")[0] in _OURS and getattr(
+            getattr(module, "__spec__", None), "_initializing", False
+        ):
+            return name
+    return None
+
+
 def autoload() -> None:
     """Entry point of the ``torch.backends`` group (called by ``import torch``). Never raises."""
     try:
         if configured():
+            importing = _half_imported()
+            if importing is not None:
+                logging.getLogger("accel_neuron").debug(
+                    "import torch from inside %s: the neuron device is set up at the first accel call",
+                    importing,
+                )
+                return
             import accel_abstraction
 
             accel_abstraction.use()

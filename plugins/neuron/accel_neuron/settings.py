@@ -12,6 +12,10 @@ NeuronCores.
 that AWS documents as not supported (``N``) or run on the host (``CPU_FALLBACK``) under
 TorchNeuron (``accel_neuron/trainium_ops.tsv``), with an error naming the operator and the source.
 
+``emulate_memory = BYTES`` (``ACCEL_NEURON_EMULATE_MEMORY=BYTES``) is each emulated device's memory
+(default 24 GiB, a Trainium2 logical NeuronCore's share of the chip's 96 GiB of HBM at LNC=2); an
+allocation past it raises ``torch.OutOfMemoryError``.
+
 ``keep_tied_parameters = false`` (``ACCEL_NEURON_KEEP_TIED_PARAMETERS=0``) leaves
 ``torch.nn.Module._apply`` as torch ships it (e.g. when torch is patched instead).
 
@@ -47,6 +51,13 @@ NEURON = declare(
             False,
             "The emulated device refuses the ATen operators TorchNeuron documents as not supported (N) or "
             "run on the host (CPU_FALLBACK): accel_neuron/trainium_ops.tsv, each row with its source.",
+        ),
+        "emulate_memory": Setting(
+            int,
+            24 * 2**30,
+            "Bytes of memory of each emulated device (default 24 GiB: a Trainium2 logical NeuronCore's HBM "
+            "share); an allocation past it raises torch.OutOfMemoryError.",
+            {"ge": 1},
         ),
         "keep_tied_parameters": Setting(
             bool,

@@ -112,3 +112,35 @@ def test_configured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: dict[s
         monkeypatch.setenv(key, value)
     monkeypatch.chdir(tmp_path)
     assert autoload.configured() is expected
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("code", "prints"),
+    [
+        # the README's own shape: accel first; torch is first imported inside accel's import of runtime
+        ("import accel_abstraction as accel; print(accel.device())", "neuron"),
+        ("import torch, accel_abstraction as accel; print(accel.device(), torch.ones(1, device='neuron:1').device)",
+         "neuron neuron:1"),
+        ("import accel_abstraction as accel, torch; print(torch.ones(1, device='neuron').device, accel.device_type())",
+         "neuron:0 neuron"),
+        # a submodule first: torch's import meets it half-imported; the first accel call sets the device up
+        ("import accel_abstraction.interface, torch, accel_abstraction as accel; print(accel.device_count())", "2"),
+        ("from accel_abstraction import module_apply; import accel_abstraction as accel; print(accel.device())",
+         "neuron"),
+        ("from accel_abstraction.cli import main; main(['run', '--report', 'none', 'script.py'])", "neuron:0"),
+    ],
+    ids=["accel_first", "torch_first", "accel_then_torch", "submodule_first", "module_apply_first", "accel_run"],
+)
+def test_importing_in_any_order_with_emulated_neuron_warns_nothing_even_under_W_error(
+    tmp_path: Path, code: str, prints: str
+) -> None:
+    (tmp_path / "script.py").write_text("import torch\nprint(torch.ones(1).cuda().device)\n")  # for accel run
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ACCEL_", "TORCH_DEVICE_BACKEND"))}
+    env.update(ACCEL_BACKEND="neuron", ACCEL_NEURON_EMULATE="1")
+    proc = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "Warning" not in proc.stderr and "not set up" not in proc.stderr, proc.stderr[-4000:]
+    assert prints in proc.stdout, proc.stdout

@@ -81,3 +81,126 @@ def test_torch_accelerator_memory_functions_report_the_same_numbers():
     torch.accelerator.synchronize()
     torch.accelerator.empty_cache()
     del x
+
+
+# ---------------------------------------------------------------- finite device memory
+
+_MiB = 2**20
+
+
+@pytest.fixture
+def small_device() -> int:
+    """60 MiB free on each emulated device for the test (the configured capacity is restored after)."""
+    from accel_neuron.emulator import memory
+
+    saved = memory.capacity(), memory._capacity["source"]
+    gc.collect()
+    size = torch.neuron.memory_allocated() + 60 * _MiB
+    memory.configure(size, "the test's small_device fixture")
+    yield size
+    memory.configure(*saved)
+
+
+def _counts() -> tuple[int, int]:
+    """Bytes and live allocations (a refused op may make and free temporaries: those even out)."""
+    return torch.neuron.memory_allocated(), torch.neuron.memory_stats()["allocation.all.current"]
+
+
+def test_the_default_device_has_a_trainium2_logical_cores_memory():
+    from accel_neuron.emulator import memory
+    from accel_neuron.settings import NEURON
+
+    assert NEURON.defaults["emulate_memory"] == memory.DEFAULT_CAPACITY == 24 * 2**30
+    assert torch.neuron.get_device_properties().total_memory == memory.capacity()
+
+
+@pytest.mark.parametrize(
+    "allocate",
+    [
+        lambda n: torch.empty(n, dtype=torch.uint8, device="neuron"),
+        lambda n: torch.empty(n, dtype=torch.uint8).to("neuron"),
+        lambda n: torch.UntypedStorage(n, device="neuron"),
+        lambda n: torch.zeros(1, dtype=torch.uint8, device="neuron").expand(n).contiguous(),
+    ],
+    ids=["empty", "to", "untyped_storage", "op_result"],
+)
+def test_an_allocation_past_the_device_memory_raises_cudas_out_of_memory(small_device: int, allocate) -> None:
+    held = allocate(40 * _MiB)  # 40 of the 60 MiB free
+    before = _counts()
+    with pytest.raises(
+        torch.OutOfMemoryError,
+        match=r"^neuron out of memory\. Tried to allocate 40\.00 MiB\. Device neuron:0 has a total capacity of "
+        r"[\d.]+ MiB of which 20\.00 MiB is free\. Of the allocated memory [\d.]+ MiB is allocated by PyTorch"
+        r".*ACCEL_NEURON_EMULATE_MEMORY",
+    ):
+        allocate(40 * _MiB)
+    gc.collect()
+    assert _counts() == before  # the refused allocation is neither counted nor kept
+    free, total = torch.accelerator.get_memory_info()
+    assert total == small_device and free == total - torch.neuron.memory_allocated() >= 0
+    del held
+    gc.collect()
+    again = allocate(40 * _MiB)  # the memory came back
+    assert torch.neuron.memory_allocated() >= 40 * _MiB
+    del again
+
+
+def test_the_error_is_caught_as_cuda_code_catches_it(small_device: int) -> None:
+    """Code that halves its batch on OOM (the pattern of accelerate's find_executable_batch_size)."""
+    batch = 64
+    while True:
+        try:
+            x = torch.empty(batch, _MiB, dtype=torch.uint8, device="neuron")
+            break
+        except torch.OutOfMemoryError:
+            batch //= 2
+    assert batch == 32 and x.device.type == "neuron"
+
+
+def test_a_host_allocation_failure_is_out_of_memory_too() -> None:
+    from accel_neuron.emulator import memory
+
+    before = _counts()
+    huge = 2**50  # no host has a PiB: the CPU allocator fails
+    with pytest.raises(torch.OutOfMemoryError, match=r"Tried to allocate 1048576\.00 GiB\. .*total capacity"):
+        torch.empty(huge, dtype=torch.uint8, device="neuron")
+    saved = memory.capacity(), memory._capacity["source"]
+    memory.configure(2**60, "the test")  # a device that could hold it: the host is what failed
+    try:
+        with pytest.raises(
+            torch.OutOfMemoryError, match=r"the host, whose memory backs the emulated device, could not"
+        ):
+            torch.empty(huge, dtype=torch.uint8, device="neuron")
+        for allocate in (
+            lambda: torch.UntypedStorage(huge, device="neuron"),
+            lambda: torch.ones(huge, dtype=torch.uint8, device="neuron"),
+        ):
+            with pytest.raises(
+                torch.OutOfMemoryError,
+                match=r"could not allocate it \(DefaultCPUAllocator: .* 1125899906842624 bytes\)\. Free",
+            ):
+                allocate()
+    finally:
+        memory.configure(*saved)
+    assert _counts() == before
+
+
+def test_the_setting_sizes_the_device(neuron_selected, monkeypatch: pytest.MonkeyPatch) -> None:
+    from accel_neuron.emulator import memory
+
+    import accel_abstraction as accel
+    import accel_abstraction.runtime as runtime
+
+    monkeypatch.setenv("ACCEL_NEURON_EMULATE_MEMORY", str(48 * _MiB))
+    runtime.reset()
+    accel.use("neuron")
+    try:
+        assert torch.neuron.get_device_properties().total_memory == 48 * _MiB
+        assert torch.accelerator.get_memory_info()[1] == 48 * _MiB
+        with pytest.raises(
+            torch.OutOfMemoryError,
+            match=r"emulate_memory = 50331648 bytes \(environment variable ACCEL_NEURON_EMULATE_MEMORY\)",
+        ):
+            torch.empty(49 * _MiB, dtype=torch.uint8, device="neuron")
+    finally:
+        memory.configure(memory.DEFAULT_CAPACITY, "default")

@@ -241,3 +241,20 @@ def test_gpt2_on_the_second_device_trains_bitwise_like_the_cpu(neuron_selected: 
     cpu = train(hf("gpt2"), lm_batch, "cpu")
     dev = train(hf("gpt2"), lm_batch, torch.device("neuron", 1))
     assert_same(dev, cpu)
+
+
+def test_a_parameter_held_across_to_gets_its_gradient(neuron_selected: torch.device) -> None:
+    """transformers' ``test_enable_input_require_grads_with_gradient_checkpointing`` shape: the
+    embedding ``Parameter`` taken on the CPU is the one that trains after ``model.to(device)``
+    (it skipped itself on neuron while ``.to()`` made new Parameter objects; CUDA keeps them)."""
+    torch.manual_seed(0)
+    model = hf("gpt2")()
+    model.gradient_checkpointing_enable()
+    model.enable_input_require_grads()
+    embedding = model.get_input_embeddings().weight
+    model.to(neuron_selected)
+    model.train()
+    batch = lm_batch(torch.Generator().manual_seed(0))
+    _loss(model, {k: v.to(neuron_selected) for k, v in batch.items()}).backward()
+    assert model.get_input_embeddings().weight is embedding
+    assert embedding.grad is not None and embedding.grad.device.type == "neuron"

@@ -84,3 +84,48 @@ def test_the_setting_turns_it_off(neuron: torch.device, monkeypatch: pytest.Monk
 def test_accel_info_says_so(neuron: torch.device) -> None:
     rows = dict(info.collect()["environment"])
     assert rows["module .to()"] == "keeps tied and lazy parameters (Module._apply wrapped by accel-neuron)"
+
+
+def test_to_keeps_each_parameter_object_as_cuda_does(neuron: torch.device) -> None:
+    """``m.weight is p`` after ``m.to(neuron)``: a reference held across ``.to()`` (an optimizer made
+    before it, transformers' tests) sees the moved parameter, with its attributes and gradient."""
+    torch.manual_seed(0)
+    model = TiedLM()
+    held = dict(model.named_parameters())
+    p = model.wte.weight
+    p.hf_flag = "kept"  # type: ignore[attr-defined]
+    p.grad = torch.ones_like(p)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    model.to(neuron)
+    assert model.wte.weight is p and p.device.type == "neuron" and p.hf_flag == "kept"  # type: ignore[attr-defined]
+    assert type(p) is nn.Parameter and p.requires_grad and p.grad.device.type == "neuron"
+    assert all(model.get_parameter(name) is q for name, q in held.items())
+    assert is_tied(model)
+    before = p.detach().cpu().clone()
+    opt.zero_grad()
+    model(torch.randint(0, 64, (2, 8), device=neuron), torch.randint(0, 64, (2, 8), device=neuron)).backward()
+    opt.step()  # the optimizer made before .to() trains the parameters on neuron
+    assert p.device.type == "neuron" and not torch.equal(p.detach().cpu(), before)
+    model.cpu()
+    assert model.wte.weight is p and p.device.type == "cpu" and is_tied(model)
+
+
+def test_lazy_parameters_keep_their_object_and_stay_lazy(neuron: torch.device) -> None:
+    from tests.patches.tied_models import LazyNet
+
+    model = LazyNet()
+    lazy = model.net[0].weight
+    model.to(neuron)
+    assert model.net[0].weight is lazy and isinstance(lazy, nn.parameter.UninitializedParameter)
+    assert lazy.device.type == "neuron"
+    model(torch.randn(4, 5, device=neuron))
+    assert model.net[0].weight.shape == (32, 5) and model.net[0].weight.device.type == "neuron"
+
+
+def test_a_parameter_torch_cannot_swap_is_replaced_as_stock_torch_does(neuron: torch.device) -> None:
+    model = nn.Linear(3, 2)
+    p = model.weight
+    view = p[0]  # another reference to the parameter's tensor: torch refuses to swap it
+    model.to(neuron)
+    assert model.weight is not p and model.weight.device.type == "neuron" and p.device.type == "cpu"
+    assert torch.equal(model.weight.detach().cpu(), p.detach()) and view.device.type == "cpu"

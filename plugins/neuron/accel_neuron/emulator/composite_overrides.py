@@ -131,16 +131,17 @@ def register(lib: torch.library.Library, compiled: bool = False) -> None:
         op = getattr(getattr(aten, base), overload or "default")
         fallback.register_generic(lib, name, op)
     cpu_islands.register(lib)
-    _register_sparse()
+    _register_refusals()
     cpu_policies.apply()
 
 
-_sparse_libs: list[torch.library.Library] = []  # kept alive: dropping a Library unregisters it
+_refusal_libs: list[torch.library.Library] = []  # kept alive: dropping a Library unregisters it
 
 
-def _register_sparse() -> None:
-    """Make sparse ops on neuron raise the emulator's error instead of a missing-kernel error."""
+def _register_refusals() -> None:
+    """Make sparse and quantized ops on neuron raise the emulator's error instead of a missing-kernel error."""
     lib = torch.library.Library("_", "IMPL")
     for key in ("SparsePrivateUse1", "SparseCsrPrivateUse1"):
         lib.fallback(fallback.sparse_fallback_kernel, key)
-    _sparse_libs.append(lib)
+    lib.fallback(fallback.quantized_fallback_kernel, "QuantizedPrivateUse1")
+    _refusal_libs.append(lib)

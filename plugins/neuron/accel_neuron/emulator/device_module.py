@@ -25,8 +25,6 @@ _is_emulated = True
 
 _DeviceLike = int | str | torch.device | None
 
-# A Trn2 logical NeuronCore at LNC=2 has a quarter of the chip's 96 GiB of HBM.
-_TOTAL_MEMORY = 24 * 1024**3
 _initialized = False
 
 
@@ -151,9 +149,10 @@ def get_device_name(device: _DeviceLike = None) -> str:
 
 
 def get_device_properties(device: _DeviceLike = None) -> _DeviceProperties:
-    """Properties with ``.name`` and ``.total_memory`` (24 GiB, a Trn2 logical core's HBM share)."""
+    """Properties with ``.name`` and ``.total_memory`` (the emulated device's memory: by default 24 GiB,
+    a Trn2 logical core's HBM share; ``emulate_memory`` / ``ACCEL_NEURON_EMULATE_MEMORY``)."""
     _index(device)
-    return _DeviceProperties(name=get_device_name(), total_memory=_TOTAL_MEMORY)
+    return _DeviceProperties(name=get_device_name(), total_memory=memory.capacity(_index(device)))
 
 
 def synchronize(device: _DeviceLike = None) -> None:

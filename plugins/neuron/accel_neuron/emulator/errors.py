@@ -24,6 +24,30 @@ def limit(what: str, instead: str) -> EmulatorError:
     )
 
 
+#: Where TorchNeuron says what it does not support (cited by :class:`NeuronUnsupportedError` messages).
+TORCH_NEURON_SOURCE = (
+    "AWS Neuron 2.33 docs, 'Supported PyTorch APIs and operators' (the torch-neuronx operator "
+    "compatibility table, docs/torch_api_compatibility.md in aws-neuron/torch-neuronx)"
+)
+
+
+class NeuronUnsupportedError(EmulatorError, NotImplementedError):
+    """What TorchNeuron itself does not support, refused by the emulator as the device would.
+
+    An :class:`EmulatorError` (so an ``AccelError`` and a ``RuntimeError``) and a
+    ``NotImplementedError``, the type PyTorch raises for an op a backend does not implement.
+    The message names the op, the documented source, and what to do instead.
+    """
+
+
+def unsupported(op_name: str, what: str, instead: str) -> NeuronUnsupportedError:
+    """Build a :class:`NeuronUnsupportedError` for `what` (documented unsupported) met in op `op_name`."""
+    return NeuronUnsupportedError(
+        f"{op_name}: {what} is not supported on the neuron device: TorchNeuron marks it N (not "
+        f"supported) in {TORCH_NEURON_SOURCE}, and the emulator refuses it as the device does. {instead}"
+    )
+
+
 class EmulatorProbeError(EmulatorError, BackendUnavailableError):
     """A capability probe of the installed torch failed: the emulated device cannot run on it.
 

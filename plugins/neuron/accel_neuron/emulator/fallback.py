@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from . import accelerator_dtypes, devices, rng, storage
+from . import accelerator_dtypes, devices, memory, rng, storage
 
 _Tensor = torch.Tensor
 _device_cls = torch.device
@@ -83,6 +83,7 @@ class OpInfo:
         "check_devices",
         "resync",
         "has_out",
+        "check_out",
         "arg_names",
         "single_fresh",
         "cpu_args",
@@ -141,6 +142,8 @@ class OpInfo:
         tags = op.tags
         self.seeded = torch.Tag.nondeterministic_seeded in tags and self.gen_name is None
         self.check_devices = self.name not in _COPY_OPS
+        # written arguments (out=, in-place self) must be on the device: no 0-dim CPU exemption for them
+        self.check_out = self.check_devices and bool(write_names)
         self.resync = bool(write_names) and (
             torch.Tag.inplace_view in tags or self.has_out or self.name in _RESHAPING_OPS
         )
@@ -256,6 +259,8 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
             bad = _first_misplaced(info, args, kwargs, index)
         if bad is not None:
             _raise_mismatch(info, bad, args, kwargs, index)
+    if info.check_out:
+        _check_outputs(info, args, kwargs, index)
 
     # Output device: an explicit device argument decides, else the neuron arguments', else the current one.
     to_cpu = False
@@ -286,19 +291,25 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
         else:
             ckwargs[info.gen_name] = gen
 
-    if info.seeded:
-        with rng.swapped_in(out_index):
-            out = op(*cargs, **ckwargs)
-    elif info.has_out:
-        out = _run_out(op, info, args, kwargs, cargs, ckwargs)
-    else:
-        try:
-            out = info.call(*cargs, **ckwargs)
-        except NotImplementedError:  # a dtype the CPU kernel rejects: computed as CUDA does, if covered
-            done = accelerator_dtypes.computed(op, args, kwargs)
-            if done is None:
-                raise
-            return done
+    try:
+        if info.seeded:
+            with rng.swapped_in(out_index):
+                out = op(*cargs, **ckwargs)
+        elif info.has_out:
+            out = _run_out(op, info, args, kwargs, cargs, ckwargs)
+        else:
+            try:
+                out = info.call(*cargs, **ckwargs)
+            except NotImplementedError:  # a dtype the CPU kernel rejects: computed as CUDA does, if covered
+                done = accelerator_dtypes.computed(op, args, kwargs)
+                if done is None:
+                    raise
+                return done
+    except RuntimeError as e:  # the host could not allocate: the device is out of memory
+        oom = memory.host_failure(e, out_index)
+        if oom is None:
+            raise
+        raise oom from None
 
     if info.resync:
         _resync(info, args, kwargs, cargs, ckwargs)
@@ -309,11 +320,38 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
             return out if to_cpu or not out.is_cpu else _to_neuron(out, out_index)
         return _wrap(info, out, args, kwargs, to_cpu, out_index)
     except NotImplementedError:
-        # A sparse CPU result ("Cannot access storage of SparseTensorImpl") has no neuron twin.
+        # A sparse CPU result ("Cannot access storage of SparseTensorImpl") or a quantized one has no
+        # neuron twin.
         for x in torch.utils._pytree.tree_leaves(out):
-            if isinstance(x, _Tensor) and x.layout != torch.strided:
-                raise sparse_limit(info.name, x.layout) from None
+            if isinstance(x, _Tensor):
+                if x.layout != torch.strided:
+                    raise sparse_limit(info.name, x.layout) from None
+                if x.is_quantized:
+                    raise quantized_limit(info.name) from None
         raise
+
+
+def _check_outputs(info: OpInfo, args: tuple, kwargs: dict, index: int) -> None:
+    """Raise CUDA's device error if a written argument (out=, in-place self) is a CPU tensor, even 0-dim."""
+    for pos, name in zip(info.write_pos, info.write_names, strict=True):
+        value = _arg(info, pos, name, args, kwargs)
+        for t in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(t, _Tensor) and t.is_cpu:
+                raise device_mismatch(
+                    info, name if pos < 0 else pos, _CPU, devices.current() if index < 0 else index
+                )
+
+
+def quantized_limit(op_name: str) -> Exception:
+    """The error for a quantized tensor on the neuron device (TorchNeuron does not support them)."""
+    from .errors import unsupported
+
+    return unsupported(
+        op_name,
+        "a quantized tensor (quantize_per_tensor, quantize_per_channel, empty quantized tensors and the "
+        "quantized operator variants)",
+        "Quantize on the CPU, or keep the model in float32/bfloat16 on neuron.",
+    )
 
 
 def sparse_limit(op_name: str, layout: Any) -> Exception:
@@ -322,8 +360,11 @@ def sparse_limit(op_name: str, layout: Any) -> Exception:
 
     return limit(
         f"{op_name}: a {layout} tensor on the neuron device",
-        "The emulated device holds dense (torch.strided) tensors only: keep sparse tensors on the CPU, "
-        "or call .to_dense() before moving them to neuron.",
+        "The emulated device holds dense (torch.strided) tensors only, and TorchNeuron's documentation "
+        "(AWS Neuron 2.33, 'Supported PyTorch APIs and operators') does not say whether it supports sparse "
+        "layouts, so the emulator refuses them rather than accept what the device may not: keep sparse "
+        "tensors on the CPU (nn.Embedding(sparse=False), an optimizer other than SparseAdam), or call "
+        ".to_dense() before moving them to neuron.",
     )
 
 
@@ -338,6 +379,11 @@ def sparse_fallback_kernel(op: Any, *args: Any, **kwargs: Any) -> Any:
         "sparse",
     )
     raise sparse_limit(op._schema.name, layout)
+
+
+def quantized_fallback_kernel(op: Any, *args: Any, **kwargs: Any) -> Any:
+    """The QuantizedPrivateUse1 fallback (empty quantized tensors on neuron, quantized copies to it)."""
+    raise quantized_limit(op._schema.name)
 
 
 def _first_misplaced(info: OpInfo, args: tuple, kwargs: dict, index: int) -> Any:

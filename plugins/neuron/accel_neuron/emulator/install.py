@@ -40,12 +40,16 @@ def _current_owner() -> str:
     return torch._C._get_privateuse1_backend_name()
 
 
-def install(devices: int | None = None, source: str = "") -> None:
+def install(
+    devices: int | None = None, source: str = "", memory: int | None = None, memory_source: str = ""
+) -> None:
     """Install the CPU emulation of the `neuron` device in this process.
 
     ``devices`` is how many devices (``neuron:0`` .. ``neuron:devices-1``) it shows; by
     default ``ACCEL_NEURON_EMULATE_DEVICES`` / ``[tool.accel.neuron] emulate_devices``
     (default 2). ``source`` says where an explicit count came from, for error messages.
+    ``memory`` is each device's memory in bytes (``memory_source``: where it came from); by
+    default ``ACCEL_NEURON_EMULATE_MEMORY`` / ``emulate_memory`` (24 GiB, a Trainium2 logical core).
 
     Idempotent. Irreversible for the process. Raises :class:`EmulatorError`
     if another backend already owns PrivateUse1 under another name, if a
@@ -61,6 +65,10 @@ def install(devices: int | None = None, source: str = "") -> None:
         if _installed:
             from . import devices as _devices
 
+            if memory is not None:  # a device's memory may change between selections (the setting's value)
+                from . import memory as _memory
+
+                _memory.configure(memory, memory_source or f"install(memory={memory})")
             if devices is not None and devices != _devices.count():
                 raise EmulatorError(
                     f"the neuron emulator is already installed with {_devices.count()} devices (count from "
@@ -86,14 +94,21 @@ def install(devices: int | None = None, source: str = "") -> None:
                     "PrivateUse1 in this process; use it, or start the process with "
                     "TORCH_DEVICE_BACKEND_AUTOLOAD=0 so it is not autoloaded, to run the emulator."
                 )
-        if devices is None:
+        if devices is None or memory is None:
             from ..settings import NEURON
 
             settings = NEURON.load()
-            devices = settings.emulate_devices
-            source = str(settings.source_of("emulate_devices"))
-        elif devices < 1:
+            if devices is None:
+                devices = settings.emulate_devices
+                source = str(settings.source_of("emulate_devices"))
+            if memory is None:
+                memory = settings.emulate_memory
+                memory_source = str(settings.source_of("emulate_memory"))
+        if devices < 1:
             raise EmulatorError(f"the neuron emulator needs at least one device, got devices={devices}")
+        from . import memory as _memory
+
+        _memory.configure(memory, memory_source or f"install(memory={memory})")
         from . import registration
 
         registration.register(devices, source or f"install(devices={devices})")

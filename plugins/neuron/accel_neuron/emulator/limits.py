@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from . import device_module, devices, native, storage
+from . import device_module, devices, memory, native, storage
 
 _patched = False
 
@@ -46,7 +46,14 @@ def _patch_storage() -> None:
             dev = torch.device(device)
             if dev.type == "neuron":
                 index = devices.index_of(dev)
-                return storage.neuron_storage_for(base_new(cls, *args, **kwargs), index)
+                try:
+                    cpu = base_new(cls, *args, **kwargs)
+                except RuntimeError as e:  # the host could not allocate: the device is out of memory
+                    oom = memory.host_failure(e, index)
+                    if oom is None:
+                        raise
+                    raise oom from None
+                return storage.neuron_storage_for(cpu, index)
             return base_new(cls, *args, device=device, **kwargs)
         return base_new(cls, *args, **kwargs)
 

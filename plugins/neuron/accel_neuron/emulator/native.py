@@ -11,7 +11,11 @@ cannot: device generators (``torch.Generator(device="neuron")``), pinned host me
 ``torch.accelerator``. ``csrc/fast_path.cpp`` is the compiled per-op path and the storage
 bookkeeping it needs (see :func:`hot_path`). All are compiled into one library with
 ``torch.utils.cpp_extension`` into ``$TORCH_EXTENSIONS_DIR`` (default
-``~/.cache/torch_extensions``) the first time the emulator installs, and reused after.
+``~/.cache/torch_extensions``) the first time the emulator installs, and reused after. The
+cache folder is keyed by the sources' content (not the checkout's path: the sources are
+copied into it and built from there), so every checkout of one commit shares one build; a file
+lock makes two processes that start at once build it once. The first build prints one line
+on stderr naming the folder.
 
 When it cannot be built (no C++ compiler, no ninja), the emulator still runs, with one
 warning: every op runs through the Python kernel (``fallback.py``), every device is reachable by explicit index (``neuron:1``), selecting a current
@@ -44,6 +48,10 @@ _failure: str | None = None
 
 
 def _build_directory() -> Path:
+    """The cache folder of this build: keyed by torch's build, Python's version and the sources' content.
+
+    Not by the checkout's path: every checkout (or install) of the same sources uses one folder.
+    """
     root = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "torch_extensions"
     )
@@ -52,27 +60,73 @@ def _build_directory() -> Path:
     build = getattr(torch.version, "git_version", None) or torch.__version__
     # and the sources' hash: checkouts with other sources (another branch, an older install) get their
     # own folder instead of rebuilding one library in turn
-    digest = hashlib.sha256(b"".join(s.read_bytes() for s in _SOURCES)).hexdigest()[:10]
-    tag = f"torch{build[:12]}-py{sys.version_info[0]}{sys.version_info[1]}-{digest}".replace("+", "_")
+    digest = hashlib.sha256(b"".join(s.read_bytes() for s in _SOURCES)).hexdigest()[:12]
+    tag = f"torch{build[:12]}-py{sys.version_info[0]}{sys.version_info[1]}-src{digest}".replace("+", "_")
     path = Path(root) / f"{_NAME}-{tag}"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def _build() -> str:
-    """Compile (or reuse) the C++ core and return its path."""
+#: Written into the build folder once the library is built and loaded: later processes load it as is.
+_BUILT = "built"
+
+
+def _sources_in(directory: Path) -> list[Path]:
+    """The C++ sources, copied into `directory`/src (written only when missing or different).
+
+    cpp_extension writes the sources' absolute paths into build.ninja: building from copies at
+    one path per content keeps build.ninja identical for every checkout, so none rebuilds another's.
+    """
+    from accel_abstraction.safe_io import atomic_write
+
+    folder = directory / "src"
+    folder.mkdir(exist_ok=True)
+    copies = []
+    for source in _SOURCES:
+        copy, data = folder / source.name, source.read_bytes()
+        if not copy.exists() or copy.read_bytes() != data:
+            atomic_write(copy, data, what="the neuron emulator's C++ source")
+        copies.append(copy)
+    return copies
+
+
+def _compile(sources: list[Path], directory: Path) -> None:
+    """Compile `sources` into `directory`/<name>.so with torch's C++ extension builder (and load it)."""
     from torch.utils import cpp_extension
 
-    directory = _build_directory()
     cpp_extension.load(
         name=_NAME,
-        sources=[str(s) for s in _SOURCES],
+        sources=[str(s) for s in sources],
         build_directory=str(directory),
         extra_cflags=["-O2"],
         is_python_module=False,
         verbose=False,
     )
-    return str(directory / f"{_NAME}.so")
+
+
+def _build() -> str:
+    """Compile the C++ core once per cache folder (one line on stderr when it does) and return its path.
+
+    A process that finds the folder built loads the library without calling the compiler; two
+    processes that find it unbuilt build it once: the second waits on the lock, then finds it built.
+    """
+    from accel_abstraction.safe_io import atomic_write, dir_lock
+
+    directory = _build_directory()
+    library = directory / f"{_NAME}.so"
+    with dir_lock(directory, "neuron emulator build", wait=900.0):
+        if not (library.exists() and (directory / _BUILT).exists()):
+            print(
+                f"accel-neuron: building the neuron emulator's C++ core (once per torch build and source "
+                f"version, 1-2 minutes); cache: {directory}",
+                file=sys.stderr,
+                flush=True,
+            )
+            # cpp_extension's own lock file, left behind by a build that was killed: with ours held, stale
+            (directory / "lock").unlink(missing_ok=True)
+            _compile(_sources_in(directory), directory)
+            atomic_write(directory / _BUILT, f"{library.name}\n", what="the neuron emulator's build marker")
+    return str(library)
 
 
 def load() -> bool:
@@ -89,6 +143,7 @@ def load() -> bool:
         lib.accel_neuron_emulator_last_error.restype = ctypes.c_char_p
         lib.accel_neuron_emulator_memory_get.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int64)]
         lib.accel_neuron_emulator_memory_set.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int64)]
+        lib.accel_neuron_emulator_set_memory_capacity.argtypes = [ctypes.c_int64, ctypes.c_char_p, ctypes.c_char_p]
         lib.accel_neuron_emulator_device_used.argtypes = [ctypes.c_int]
         lib.accel_neuron_emulator_path_counts.argtypes = [ctypes.POINTER(ctypes.c_int64)]
         # The same library again: these entry points hold the GIL and raise Python errors.
@@ -219,6 +274,16 @@ def memory_set(index: int, values: list[int]) -> None:
     """Overwrite the C++ core's memory statistics of device `index`."""
     assert _lib is not None
     _lib.accel_neuron_emulator_memory_set(index, _Stats(*values))
+
+
+def memory_capacity(nbytes: int, device_message: str, host_message: str) -> None:
+    """Give every device `nbytes` of memory in the C++ core, with the out-of-memory messages to raise.
+
+    The messages are ``memory.py``'s templates; the core fills their ``{size}``, ``{index}``,
+    ``{total}``, ``{free}``, ``{allocated}`` (and ``{reason}``) fields.
+    """
+    assert _lib is not None
+    _lib.accel_neuron_emulator_set_memory_capacity(nbytes, device_message.encode(), host_message.encode())
 
 
 def device_used(set_to: bool | None = None) -> bool:

@@ -67,6 +67,7 @@ def _track(st: torch.UntypedStorage, ptr: int, nbytes: int, index: int, count: b
 def _new_storage_over(
     cpu_storage: torch.UntypedStorage, ptr: int, nbytes: int, index: int = 0
 ) -> torch.UntypedStorage:
+    memory.check(nbytes, index)  # torch.OutOfMemoryError past the device's memory, before anything is kept
     st = _construct_storage(ptr, _NEURON[index], nbytes)
     # A non-resizable CPU alias of the same memory, handed to CPU kernels; it keeps the owner alive.
     alias = _construct_storage(ptr, _CPU, nbytes)
@@ -150,6 +151,8 @@ def to_neuron(c: torch.Tensor, index: int = 0) -> torch.Tensor:
     Memory that already backs a neuron storage (a view, an in-place result) stays on that
     storage's device; new memory becomes a storage on device `index`.
     """
+    if c.is_quantized:  # NotImplementedError, as the C++ core's: fallback.py names the op and the source
+        raise NotImplementedError("the neuron device holds no quantized tensors")
     cst = c.untyped_storage()
     ptr = cst.data_ptr()
     ref = _by_ptr.get(ptr)

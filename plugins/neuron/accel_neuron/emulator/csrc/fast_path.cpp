@@ -89,8 +89,11 @@
 #include <ATen/ops/view_as_real_ops.h>
 #include <ATen/ops/view_ops.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <tuple>
 #include <type_traits>
 #include <cstring>
@@ -121,6 +124,68 @@ constexpr int kStats = 8;
 std::mutex stats_mutex;
 std::array<std::array<int64_t, kStats>, kMaxDevices> stats{};
 std::atomic<bool> device_used{false};
+
+// Every device's memory (bytes) and the out-of-memory messages (memory.py's templates, set at install).
+std::atomic<int64_t> capacity{int64_t(24) << 30};
+std::string device_oom_message;
+std::string host_oom_message;
+
+// `nbytes` as CUDA's out-of-memory messages write sizes (memory.py's format_size).
+std::string format_size(int64_t nbytes) {
+  char buf[64];
+  if (nbytes < 1024) {
+    std::snprintf(buf, sizeof(buf), "%lld bytes", static_cast<long long>(nbytes));
+  } else if (nbytes < (int64_t(1) << 20)) {
+    std::snprintf(buf, sizeof(buf), "%.2f KiB", static_cast<double>(nbytes) / 1024.0);
+  } else if (nbytes < (int64_t(1) << 30)) {
+    std::snprintf(buf, sizeof(buf), "%.2f MiB", static_cast<double>(nbytes) / 1048576.0);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2f GiB", static_cast<double>(nbytes) / 1073741824.0);
+  }
+  return buf;
+}
+
+void fill(std::string& text, const std::string& field, const std::string& value) {
+  for (size_t at = text.find(field); at != std::string::npos; at = text.find(field, at + value.size())) {
+    text.replace(at, field.size(), value);
+  }
+}
+
+// The out-of-memory message for `nbytes` more on device `index` holding `held` (`reason`: the host's).
+std::string oom_message(int64_t nbytes, int index, int64_t held, const std::string* reason) {
+  std::string text = reason == nullptr ? device_oom_message : host_oom_message;
+  int64_t total = capacity.load(std::memory_order_relaxed);
+  fill(text, "{size}", format_size(nbytes));
+  fill(text, "{index}", std::to_string(index));
+  fill(text, "{total}", format_size(total));
+  fill(text, "{free}", format_size(std::max<int64_t>(total - held, 0)));
+  fill(text, "{allocated}", format_size(held));
+  if (reason != nullptr) fill(text, "{reason}", *reason);
+  return text;
+}
+
+int64_t allocated_on(int index) {
+  std::lock_guard<std::mutex> lock(stats_mutex);
+  return stats[index][kAllocated];
+}
+
+// A host allocation failure (the CPU allocator's error) under an op on device `index` as a
+// c10::OutOfMemoryError (torch.OutOfMemoryError); any other error is rethrown as it is.
+[[noreturn]] void rethrow_as_oom(const c10::Error& e, int index) {
+  std::string msg = e.what_without_backtrace();
+  size_t at = msg.find("DefaultCPUAllocator: ");
+  const std::string asked = "you tried to allocate ";  // c10's alloc_cpu wording (memory.py's _HOST_FAILURE)
+  size_t num = at == std::string::npos ? std::string::npos : msg.find(asked, at);
+  if (num == std::string::npos) throw;
+  int64_t nbytes = std::strtoll(msg.c_str() + num + asked.size(), nullptr, 10);
+  int64_t held = allocated_on(index < 0 ? 0 : index);
+  std::string reason = msg.substr(at);
+  size_t code = reason.find(" Error code");
+  if (code != std::string::npos) reason.resize(code);
+  while (!reason.empty() && (reason.back() == '.' || reason.back() == ' ')) reason.pop_back();
+  bool over = held + nbytes > capacity.load(std::memory_order_relaxed);
+  TORCH_CHECK_WITH(OutOfMemoryError, false, oom_message(nbytes, index < 0 ? 0 : index, held, over ? nullptr : &reason));
+}
 
 // Caller holds stats_mutex.
 void count_allocation_locked(int index, int64_t nbytes) {
@@ -213,15 +278,19 @@ inline bool is_fresh(const c10::Storage& cpu) {
 
 // A DataPtr for neuron memory over `cpu`'s bytes on device `index`, counted as allocated. `take_over`
 // (a fresh `cpu`): `cpu` becomes non-resizable and is handed to CPU kernels itself, without an alias.
+//
+// Past the device's capacity it throws c10::OutOfMemoryError before anything is counted or kept: the
+// context is owned by a unique_ptr until the DataPtr takes it, and is counted (its nbytes set) only
+// in the same locked step that checks the capacity, so a refused or failed allocation leaves the
+// statistics and the pointer map as they were.
 c10::DataPtr neuron_data_ptr(const c10::Storage& cpu, int index, c10::StorageImpl* for_storage, bool take_over) {
-  auto* mem = new NeuronMemory();
+  auto mem = std::make_unique<NeuronMemory>();
   void* ptr = const_cast<void*>(cpu.data_ptr().get());
   int64_t nbytes = static_cast<int64_t>(cpu.nbytes());
   mem->ptr = ptr;
-  mem->nbytes = nbytes;
+  mem->nbytes = 0;  // not counted yet: the destructor uncounts only what was counted
   mem->index = index;
   if (take_over) {
-    cpu.unsafeGetStorageImpl()->set_resizable(false);
     mem->owner = cpu;
     mem->alias = cpu;
   } else {
@@ -231,20 +300,27 @@ c10::DataPtr neuron_data_ptr(const c10::Storage& cpu, int index, c10::StorageImp
         c10::DataPtr(ptr, new AliasContext{mem->owner}, &delete_alias, c10::Device(c10::DeviceType::CPU)),
         /*allocator=*/nullptr, /*resizable=*/false));
   }
-  c10::DataPtr dp(ptr, mem, &delete_memory, c10::Device(kNeuron, static_cast<c10::DeviceIndex>(index)));
   if (nbytes != 0) {
-    std::lock_guard<std::mutex> lock(stats_mutex);
-    count_allocation_locked(index, nbytes);
     MapEntry entry{c10::weak_intrusive_ptr<c10::StorageImpl>(
                        c10::intrusive_ptr<c10::StorageImpl>::unsafe_reclaim_from_nonowning(for_storage)),
-                   mem};
+                   mem.get()};
+    std::unique_lock<std::mutex> lock(stats_mutex);
+    int64_t held = stats[index][kAllocated];
+    if (held + nbytes > capacity.load(std::memory_order_relaxed)) {
+      lock.unlock();
+      TORCH_CHECK_WITH(OutOfMemoryError, false, oom_message(nbytes, index, held, nullptr));
+    }
     auto it = by_ptr.find(ptr);
     if (it != by_ptr.end()) {
       it->second = std::move(entry);
     } else {
       by_ptr.emplace(ptr, std::move(entry));
     }
+    count_allocation_locked(index, nbytes);
+    mem->nbytes = nbytes;
   }
+  if (take_over) cpu.unsafeGetStorageImpl()->set_resizable(false);
+  c10::DataPtr dp(ptr, mem.release(), &delete_memory, c10::Device(kNeuron, static_cast<c10::DeviceIndex>(index)));
   device_used.store(true, std::memory_order_relaxed);
   // autograd_threads.py: backward of neuron tensors runs in the thread that made them
   thread_local bool caller_thread_backward = false;
@@ -307,6 +383,8 @@ at::Tensor to_neuron(const at::Tensor& c, int64_t index) {
   TORCH_CHECK_NOT_IMPLEMENTED(  // NotImplementedError: fallback.py turns it into the emulator's limit error
       c.layout() == c10::kStrided, "the neuron emulator holds dense (torch.strided) tensors only; got a ",
       c.layout(), " tensor (keep sparse tensors on the CPU, or call .to_dense() before moving them to neuron)");
+  TORCH_CHECK_NOT_IMPLEMENTED(  // fallback.py names the op and TorchNeuron's table (quantized: N)
+      !c.is_quantized(), "the neuron device holds no quantized tensors");
   int i = static_cast<int>(index);
   auto st = neuron_storage_for(c.storage(), &i);
   auto impl = c10::make_intrusive<c10::TensorImpl>(
@@ -347,8 +425,13 @@ void resize_storage(const at::Tensor& t, int64_t nbytes) {
   int64_t old_n = static_cast<int64_t>(st->nbytes());
   if (nbytes == old_n) return;
   int index = t.device().index() < 0 ? 0 : t.device().index();
-  c10::Storage fresh(c10::make_intrusive<c10::StorageImpl>(
-      c10::StorageImpl::use_byte_size_t(), nbytes, c10::GetCPUAllocator(), /*resizable=*/true));
+  c10::Storage fresh;
+  try {
+    fresh = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+        c10::StorageImpl::use_byte_size_t(), nbytes, c10::GetCPUAllocator(), /*resizable=*/true));
+  } catch (const c10::Error& e) {
+    rethrow_as_oom(e, index);
+  }
   int64_t keep = std::min(nbytes, old_n);
   if (keep > 0) {
     std::memcpy(fresh.mutable_data(), st->data(), static_cast<size_t>(keep));
@@ -368,6 +451,7 @@ struct Plan {
   bool copy = false;  // a copy: CPU tensors and other neuron devices may meet (fallback.py's _COPY_OPS)
   size_t nargs = 0;
   std::vector<ArgKind> kinds;
+  std::vector<bool> written;  // per argument: written by the op (in-place self): must be on the device
   std::vector<int> ret_src;  // per return: the argument it returns (written alias), or -1
 };
 
@@ -440,6 +524,7 @@ std::unique_ptr<Plan> make_plan(const c10::OperatorHandle& op) {
       for (const auto& s : alias->beforeSets()) written[s] = static_cast<int>(i);
     }
     plan->kinds.push_back(kind);
+    plan->written.push_back(alias != nullptr && alias->isWrite() && !plan->copy);
   }
   // random without a generator argument (dropout): Python swaps the device's state in
   if (op.hasTag(at::Tag::nondeterministic_seeded) && !has_generator) fast = false;
@@ -501,6 +586,11 @@ inline bool note(const at::Tensor& t, bool cpu_ok, bool mixed_ok, int* index) {
     return true;
   }
   return type == c10::DeviceType::CPU && (cpu_ok || t.dim() == 0) && t.layout() == c10::kStrided;
+}
+
+// A written argument (out=, in-place self) must be on the device: no 0-dim CPU exemption, as on CUDA.
+inline bool on_neuron(const at::Tensor& t) {
+  return !t.defined() || t.device().type() == kNeuron;
 }
 
 // ---- lent CPU views ---------------------------------------------------------------------------
@@ -637,11 +727,13 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     switch (plan.kinds[i]) {
       case ArgKind::kTensor:
         if (a.isTensor() && !note(a.toTensor(), copy, copy, &index)) return slow(op, stack);
+        if (plan.written[i] && a.isTensor() && !on_neuron(a.toTensor())) return slow(op, stack);  // its error
         break;
       case ArgKind::kTensorList:
         if (a.isTensorList()) {
           for (const at::Tensor& t : a.toTensorList()) {
             if (!note(t, copy, copy, &index)) return slow(op, stack);
+            if (plan.written[i] && !on_neuron(t)) return slow(op, stack);
           }
         }
         break;
@@ -730,19 +822,30 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     stack->insert(stack->end(), orig.begin(), orig.end());
     slow(op, stack);
     return;
+  } catch (const c10::OutOfMemoryError&) {
+    throw;
+  } catch (const c10::Error& e) {
+    rethrow_as_oom(e, out_index);
   }
   fast_calls.fetch_add(1, std::memory_order_relaxed);
   lent.give_back_all();
   const size_t nret = plan.ret_src.size();
   const size_t rbase = stack->size() - nret;
-  for (size_t r = 0; r < nret; ++r) {
-    c10::IValue& out = (*stack)[rbase + r];
-    int src = plan.ret_src[r];
-    if (src >= 0) {
-      out = orig[static_cast<size_t>(src)];
-    } else if (!to_cpu) {
-      out = wrap(std::move(out), out_index);
+  try {
+    for (size_t r = 0; r < nret; ++r) {
+      c10::IValue& out = (*stack)[rbase + r];
+      int src = plan.ret_src[r];
+      if (src >= 0) {
+        out = orig[static_cast<size_t>(src)];
+      } else if (!to_cpu) {
+        out = wrap(std::move(out), out_index);
+      }
     }
+  } catch (const c10::NotImplementedError&) {
+    // A result with no neuron twin (quantized): the Python kernel raises the error naming op and source.
+    stack->resize(base);
+    stack->insert(stack->end(), orig.begin(), orig.end());
+    slow(op, stack);
   }
 }
 
@@ -852,6 +955,9 @@ struct Unboxed<Op, R(First, Rest...)> {
     if (!(check_arg(first, &index) && (check_arg(rest, &index) && ...)) || index < 0) {
       return slow_path(std::forward<First>(first), std::forward<Rest>(rest)...);
     }
+    if constexpr (kInPlace) {
+      if (!on_neuron(first)) return slow_path(std::forward<First>(first), std::forward<Rest>(rest)...);
+    }
     LentViews lent;
     auto cpu = std::make_tuple(cpu_arg(first, lent), cpu_arg(rest, lent)...);
     try {
@@ -871,6 +977,10 @@ struct Unboxed<Op, R(First, Rest...)> {
     } catch (const c10::NotImplementedError&) {
       // A dtype the CPU kernel rejects: the Python kernel computes it as CUDA does, if covered.
       return slow_path(std::forward<First>(first), std::forward<Rest>(rest)...);
+    } catch (const c10::OutOfMemoryError&) {
+      throw;
+    } catch (const c10::Error& e) {
+      rethrow_as_oom(e, index);
     }
   }
 };
@@ -1077,6 +1187,14 @@ void accel_neuron_emulator_memory_get(int index, int64_t* out) {
 void accel_neuron_emulator_memory_set(int index, const int64_t* values) {
   std::lock_guard<std::mutex> lock(stats_mutex);
   for (int k = 0; k < kStats; ++k) stats[index][k] = values[k];
+}
+
+// Every device's memory in bytes, and the out-of-memory messages (memory.py's templates) to raise.
+void accel_neuron_emulator_set_memory_capacity(int64_t nbytes, const char* device_message, const char* host_message) {
+  std::lock_guard<std::mutex> lock(stats_mutex);
+  capacity.store(nbytes);
+  device_oom_message = device_message;
+  host_oom_message = host_message;
 }
 
 // Whether a neuron storage was made since the flag was last set; `set` >= 0 sets it to `set`.
