@@ -77,7 +77,7 @@ def _accel_without_torch(*args: str, cwd: Path) -> subprocess.CompletedProcess[s
 def test_scan_runs_without_torch_and_the_runtime_commands_say_what_is_missing(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text("import torch\nmodel = model.cuda()\ntorch.cuda.synchronize()\n")
     scan = _accel_without_torch("scan", "--check", "train.py", cwd=tmp_path)
-    assert scan.returncode == 1, scan.stderr  # --check: findings fail
+    assert scan.returncode == 1, scan.stderr  # findings fail, as in every linter
     assert "train.py:2" in scan.stdout and "train.py:3" in scan.stdout
     info = _accel_without_torch("info", cwd=tmp_path)
     assert info.returncode == 2
