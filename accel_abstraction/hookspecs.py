@@ -120,6 +120,24 @@ def accel_redirects(backend: Backend, register: Callable[[Any], None]) -> None:
 
 
 # ---------------------------------------------------------------------------
+# Configuration
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def accel_config_sections(register: Callable[[Any], None]) -> None:
+    """Declare the plugin's configuration sections by calling ``register(section)``.
+
+    ``section`` is a :class:`~accel_abstraction.sections.SectionSpec` (what
+    :func:`~accel_abstraction.sections.declare` returns) or a
+    :class:`~accel_abstraction.settings.ConfigSection` subclass. ``accel config show`` lists
+    every field of every registered section with its effective value and its source; a plugin
+    that registers nothing keeps its settings out of that listing only. Called only by
+    ``accel config``; keep the implementation an import of the settings module.
+    """
+
+
+# ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
 
