@@ -151,7 +151,7 @@ def accel_register_commands(register: Callable[[CommandSpec], None]) -> None:
     must expose ``add_parser(subparsers)``, which adds the subcommand (``subparsers.add_parser``)
     and sets ``func`` (``args -> exit code``) on it. Keep the plugin module itself light: it
     is imported for every ``accel`` command. A name that is already taken (the built-in
-    ``info``, ``scan``, ``port``, ``run``, ``parity``, ``patches``, or another plugin's) is
+    ``info``, ``config``, ``scan``, ``port``, ``run``, ``parity``, ``patches``, ``test``, or another plugin's) is
     refused with a warning naming both; the first registration keeps it.
     See :mod:`accel_abstraction.commands`.
     """
