@@ -44,7 +44,7 @@ def _backends(raw: str | None) -> list[str]:
     else:
         names = [part.strip() for part in raw.split(",") if part.strip()]
         if not names:
-            raise ConfigError(f"--backends {raw!r} names no backend; give one or more, e.g. --backends neuron")
+            raise ConfigError(f"--backends {raw!r} names no backend; give one or more, e.g. --backends NAME (accel info lists them)")
     return ["cpu", *[n for n in dict.fromkeys(names) if n != "cpu"]]
 
 
@@ -90,7 +90,7 @@ def _run(backends: list[str], args: argparse.Namespace, out: Path) -> int:
     if emulated:
         print("  * emulated on the CPU (accel_abstraction.emulation: the rule accel parity and pytest follow)")
     if len(backends) == 1:
-        print("  only cpu runs here: nothing to compare it with (install a backend: pip install 'accel-abstraction[neuron]')")
+        print("  only cpu runs here: nothing to compare it with (install a backend's plugin: pip install 'accel-abstraction[BACKEND]', docs/install.md)")
     if failed:
         logs = ", ".join(r.log_path for r in runs if r.log_path) if args.keep is not None else "rerun with --keep DIR for the logs"
         print(f"accel test: FAILED ({logs})")
