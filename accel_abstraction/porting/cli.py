@@ -67,7 +67,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     scan = subparsers.add_parser(
         "scan",
         help="find CUDA coupling in Python code (reads it; never imports or runs it)",
-        description="Report CUDA-specific code as file:line:col CODE message (suggested rewrite).",
+        description="Report CUDA-specific code as file:line:col CODE message (suggested rewrite). Exit 1 when "
+        "something is found or a file cannot be read (as ruff and flake8), 0 when clean or with --exit-zero, "
+        "2 on a usage or configuration error. '# noqa: ACC111' or '# accel: ignore[ACC111]' suppresses a finding.",
     )
     _common(scan)
     exits = scan.add_mutually_exclusive_group()
