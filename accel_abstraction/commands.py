@@ -60,6 +60,7 @@ class CommandSpec:
 
 BUILTIN_COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("info", "show plugins, backends, the selected backend and why", "accel_abstraction.info"),
+    CommandSpec("config", "show every effective setting, its value and its source", "accel_abstraction.config_cli"),
     CommandSpec(
         "scan", "find CUDA coupling in Python code (reads it; never runs it)", "accel_abstraction.porting.cli"
     ),
@@ -73,6 +74,7 @@ BUILTIN_COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec(
         "patches", "list, check, apply or revert the PyTorch patch series", "accel_abstraction.patching.cli"
     ),
+    CommandSpec("test", "self-test: a bundled tiny model on cpu and every backend that runs here", "accel_abstraction.selftest.cli"),
 )
 
 

@@ -157,11 +157,19 @@ def run_command(command: Callable[[], int | None], show_traceback: bool = False)
         return EXIT_ERROR
 
 
+#: Width of a console writing to a file or a pipe (a CI log): wide enough that no line of a
+#: report wraps; a table takes only the width its cells need.
+FILE_WIDTH = 10_000
+
+
 def console(**kwargs: Any) -> Console:
     """A rich ``Console`` for a command's output whose closed pipe ends the command as above.
 
     rich's own answer to a closed pipe is ``SystemExit(1)``, which no caller can tell from a
     command's own exit code 1; this console raises ``BrokenPipeError`` for :func:`run_command`.
+    Off a terminal (a file, a pipe, a CI log) nothing wraps: rich's 80 columns would cut an
+    error line into three, so the width is :data:`FILE_WIDTH` (``COLUMNS`` still wins, as in
+    rich) and printed text is soft-wrapped (left whole).
     """
     from rich.console import Console
 
@@ -169,4 +177,15 @@ def console(**kwargs: Any) -> Console:
         def on_broken_pipe(self) -> None:
             raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
+    stream = kwargs.get("file") or (sys.stderr if kwargs.get("stderr") else sys.stdout)
+    if not _is_terminal(stream) and "COLUMNS" not in os.environ:
+        kwargs.setdefault("width", FILE_WIDTH)
+        kwargs.setdefault("soft_wrap", True)
     return _Console(**kwargs)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False

@@ -134,6 +134,24 @@ def accel_redirects(backend: Backend, register: Callable[[Any], None]) -> None:
 
 
 # ---------------------------------------------------------------------------
+# Configuration
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def accel_config_sections(register: Callable[[Any], None]) -> None:
+    """Declare the plugin's configuration sections by calling ``register(section)``.
+
+    ``section`` is a :class:`~accel_abstraction.sections.SectionSpec` (what
+    :func:`~accel_abstraction.sections.declare` returns) or a
+    :class:`~accel_abstraction.settings.ConfigSection` subclass. ``accel config show`` lists
+    every field of every registered section with its effective value and its source; a plugin
+    that registers nothing keeps its settings out of that listing only. Called only by
+    ``accel config``; keep the implementation an import of the settings module.
+    """
+
+
+# ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
 
@@ -147,7 +165,7 @@ def accel_register_commands(register: Callable[[CommandSpec], None]) -> None:
     must expose ``add_parser(subparsers)``, which adds the subcommand (``subparsers.add_parser``)
     and sets ``func`` (``args -> exit code``) on it. Keep the plugin module itself light: it
     is imported for every ``accel`` command. A name that is already taken (the built-in
-    ``info``, ``scan``, ``port``, ``run``, ``parity``, ``patches``, or another plugin's) is
+    ``info``, ``config``, ``scan``, ``port``, ``run``, ``parity``, ``patches``, ``test``, or another plugin's) is
     refused with a warning naming both; the first registration keeps it.
     See :mod:`accel_abstraction.commands`.
     """

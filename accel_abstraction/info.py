@@ -252,16 +252,34 @@ def _freeze_torch_heap() -> None:
 def _run(args: argparse.Namespace) -> int:
     _freeze_torch_heap()
     report = collect()
-    if args.json:
+    fmt = "json" if args.json else args.format
+    if fmt == "json":
         json.dump(report, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
+    elif fmt == "md":
+        from .info_markdown import render_markdown
+
+        sys.stdout.write(render_markdown(report, args.tracebacks))
     else:
         _render(report, args.tracebacks)
     return 0 if report.get("selected") else 1
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser("info", help="show plugins, backends, the selected backend and why")
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
-    parser.add_argument("--tracebacks", action="store_true", help="print the traceback of each failed plugin")
+    parser = subparsers.add_parser(
+        "info",
+        help="show plugins, backends, the selected backend and why",
+        description="Show the system, the plugins (loaded or why not), every backend (available or why not), "
+        "the selected backend and which configuration source chose it, its devices and capabilities. "
+        "Exit 0 when a backend is selected, 1 when none can be.",
+    )
+    parser.add_argument(
+        "--format", choices=("text", "json", "md"), default="text",
+        help="text: tables (default); json: machine-readable; md: Markdown to paste into an issue",
+    )  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
+    parser.add_argument(
+        "--tracebacks", "--traceback", dest="tracebacks", action="store_true",
+        help="print the traceback of each failed plugin",
+    )  # fmt: skip
     parser.set_defaults(func=_run)

@@ -30,20 +30,16 @@ def find_pyproject(start: Path | None = None) -> Path | None:
 
 
 def toml_key_line(path: Path, header: tuple[str, ...], key: str) -> int | None:
-    """Line number (1-based) of ``key = ...`` inside table ``[a.b.c]`` of a TOML file, if found."""
-    wanted = ".".join(header)
-    current = ""
+    """Line number (1-based) of ``key`` of table ``[a.b.c]`` in a TOML file, if found: under the
+    table's header, as a dotted key (``accel.backend = ...`` under ``[tool]``) or in an inline
+    table (``accel = { backend = ... }``); see :func:`.toml_lines.key_line`."""
+    from .toml_lines import key_line
+
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = path.read_text(encoding="utf-8-sig", errors="replace")
     except OSError:
         return None
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if line.startswith("[") and not line.startswith("[["):
-            current = line.strip("[] ").replace('"', "").replace("'", "")
-        elif current == wanted and line.split("=", 1)[0].strip().strip("\"'") == key:
-            return number
-    return None
+    return key_line(text, (*header, key))
 
 
 @dataclass(frozen=True)

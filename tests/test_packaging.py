@@ -53,6 +53,18 @@ def test_the_core_installs_without_torch_or_libcst_and_plugins_never_cap_torch()
         assert torch_req == ["torch>=2.13"], (plugin, torch_req)
 
 
+def test_backend_extras_bring_their_plugin_and_never_torch() -> None:
+    extras = _project(REPO / "pyproject.toml")["project"]["optional-dependencies"]
+    for backend in ("cpu", "cuda", "neuron"):
+        names = _requirement_names(extras[backend])
+        assert f"accel-{backend}" in names and "torch" not in names, (backend, names)
+        plugin = _project(REPO / "plugins" / backend / "pyproject.toml")["project"]
+        version = plugin["version"]
+        pinned = next(d for d in extras[backend] if _requirement_names([d]) == {f"accel-{backend}"})
+        assert pinned == f"accel-{backend}>=0.1,<0.2" and version.startswith("0.1."), (pinned, version)
+    assert "accel-cpu" in _requirement_names(extras["neuron"])  # the reference accel test compares with
+
+
 # A Python that cannot import torch or libcst, as in the pre-commit hook's environment.
 _WITHOUT = """
 import sys
@@ -77,7 +89,7 @@ def _accel_without_torch(*args: str, cwd: Path) -> subprocess.CompletedProcess[s
 def test_scan_runs_without_torch_and_the_runtime_commands_say_what_is_missing(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text("import torch\nmodel = model.cuda()\ntorch.cuda.synchronize()\n")
     scan = _accel_without_torch("scan", "--check", "train.py", cwd=tmp_path)
-    assert scan.returncode == 1, scan.stderr  # --check: findings fail
+    assert scan.returncode == 1, scan.stderr  # findings fail, as in every linter
     assert "train.py:2" in scan.stdout and "train.py:3" in scan.stdout
     info = _accel_without_torch("info", cwd=tmp_path)
     assert info.returncode == 2
@@ -104,6 +116,8 @@ def test_a_wheel_installed_elsewhere_carries_the_patch_series(tmp_path: Path) ->
         shipped = {n[len(prefix) :] for n in archive.namelist() if n.startswith(prefix + "pytorch/")}
     in_checkout = {p.relative_to(REPO / "patches").as_posix() for p in (REPO / "patches" / "pytorch").glob("*/*")}
     assert shipped == in_checkout and len({p.split("/")[1] for p in shipped}) >= 3
+    with zipfile.ZipFile(wheel) as archive:  # accel test's script is in the wheel: no checkout needed
+        assert "accel_abstraction/selftest/tiny_train.py" in archive.namelist()
     target = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],

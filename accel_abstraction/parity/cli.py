@@ -38,7 +38,7 @@ def _add_options(p: argparse.ArgumentParser, defaults: bool = True) -> None:
 
     option(
         "--backends", None, "comma-separated backends, the first one is the reference unless --reference "
-        "(default: every registered backend available here)", metavar="NAMES",
+        "(default: every registered backend that runs here as configured or emulated, the CPU first)", metavar="NAMES",
     )  # fmt: skip
     option("--rtol", 0.0, "relative tolerance per step (default 0: bitwise)", type=float)
     option("--atol", 0.0, "absolute tolerance per step (default 0: bitwise)", type=float)
@@ -114,11 +114,11 @@ def _backends(raw: str | None) -> list[str]:
             return names
         raise ConfigError(
             f"--backends {raw!r} names no backend; give one or more, e.g. --backends cpu,neuron "
-            "(leave the option out to run every available backend)"
+            "(leave the option out to run every backend that runs here, emulated or not)"
         )
-    from .runner import available_backends
+    from ..emulation import runnable_backends
 
-    names = available_backends()
+    names = runnable_backends()  # the emulation rule: an emulated backend is in the default list
     if not names:
         raise ConfigError("accel parity: no backend is available here (accel info says why); pass --backends")
     return names

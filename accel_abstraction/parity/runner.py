@@ -2,8 +2,8 @@
 
 Each run gets the caller's environment with two changes: ``ACCEL_BACKEND=<name>`` (the one
 configuration line) and ``ACCEL_METRICS_FILE`` (where ``accel.log_metric`` writes). A backend
-that cannot run here as configured but offers an emulation (by convention, a plugin reads
-``ACCEL_<NAME>_EMULATE=1``) runs emulated; the variables changed for each run are recorded.
+that cannot run here as configured but offers an emulation runs emulated, by the rule of
+:mod:`accel_abstraction.emulation`; the variables changed for each run are recorded.
 
 Two options for scripts that were not written for accel-abstraction: ``redirect`` runs each
 leg under the runtime redirect (``accel run``, through :mod:`.leg`), and a
@@ -23,12 +23,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .._labels import unique_labels
+from ..emulation import backend_env, emulation_var
 from ..metrics import ENV_VAR as METRICS_ENV
 from .pattern import MetricPattern
 
@@ -62,55 +63,6 @@ class BackendRun:
     def series(self, key: str) -> dict[int, float]:
         """``{step: value}`` of the numeric metric ``key`` (the last record wins for a repeated step)."""
         return {int(r["step"]): float(r[key]) for r in self.records if isinstance(r.get(key), (int, float))}
-
-
-@contextlib.contextmanager
-def _patched_environ(changes: Mapping[str, str]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in changes}
-    os.environ.update(changes)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-def _availability(name: str, changes: Mapping[str, str]) -> tuple[bool, str]:
-    """Whether backend ``name`` could run in a process whose environment has ``changes`` applied."""
-    from ..plugins import get_host
-    from ..selection import build_backend, probe
-    from ..settings import AccelSettings
-
-    with _patched_environ(changes):
-        entry = get_host().registry.get(name, "--backends")
-        backend = build_backend(entry, AccelSettings.load(backend=name))
-        avail = probe(backend, entry)  # a probe that raises is "unavailable", naming the plugin
-    return avail.available, avail.reason
-
-
-def emulation_var(name: str) -> str:
-    """The variable by which a plugin offers an emulation of backend ``name``: ``ACCEL_<NAME>_EMULATE``."""
-    return f"ACCEL_{name.upper().replace('-', '_')}_EMULATE"
-
-
-def backend_env(name: str) -> tuple[dict[str, str], str]:
-    """The environment changes that run backend ``name`` in a fresh process, and why not ("" if it can).
-
-    ``ACCEL_BACKEND=name``; plus ``ACCEL_<NAME>_EMULATE=1`` when the backend is not available
-    as configured (no hardware) but becomes available with it. Raises
-    :class:`~accel_abstraction.errors.UnknownBackendError` for a name no plugin registers.
-    """
-    changes = {"ACCEL_BACKEND": name}
-    available, reason = _availability(name, changes)
-    if available:
-        return changes, ""
-    emulated = {**changes, emulation_var(name): "1"}
-    if _availability(name, emulated)[0]:
-        return emulated, ""
-    return changes, reason
 
 
 def available_backends() -> list[str]:
@@ -269,7 +221,7 @@ def run_backends(
         if pattern is not None:
             run.env["PYTHONUNBUFFERED"] = "1"  # the output is the metrics source: follow it as it comes
         if why_not:
-            run.error = f"not available: {why_not}"
+            run.error = why_not  # emulation.unavailable_message: the reason and the plugin's hint
         runs.append(run)
 
     console = Console(stderr=True)

@@ -1,4 +1,4 @@
-"""``accel patches list | check | apply | revert``: the torch patch series from the command line.
+"""``accel patches list | check | apply | revert | rebase | run``: the torch patch series from the command line.
 
 * ``list``: the patches for the installed torch, with the files each changes.
 * ``check``: the installed torch has a series, and every patch applies (dry run).
@@ -8,6 +8,8 @@
 * ``revert``: delete the overlay, or restore the originals of an in-place install.
 * ``rebase --from VERSION``: make the series for the installed torch from another release's
   series (:mod:`.rebase`; the procedure is in ``patches/README.md``).
+* ``run SCRIPT [ARGS]`` / ``run -m MODULE``: run a script with the overlay active (:mod:`.run`,
+  in a fresh interpreter, so before the script imports torch); exit with the script's status.
 
 The series used is the one for the installed release (``patches/pytorch/<release>/``);
 ``list`` and ``check`` name it.
@@ -22,6 +24,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..errors import ConfigError
 from .apply import AlreadyAppliedError, apply_in_place, default_target, revert, write_overlay
 from .check import check_series
 from .series import Series, default_patches_dir, installed_torch_root, load_series, torch_version_at
@@ -60,7 +63,12 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     actions.add_parser(
         "check", parents=[common], help="check that every patch applies (dry run)"
     ).set_defaults(func=_check)
-    apply = actions.add_parser("apply", parents=[common, target], help="write the patched overlay")
+    apply = actions.add_parser(
+        "apply", parents=[common, target], help="write the patched overlay",
+        description="Write the patched modules of the installed torch to an overlay directory (default "
+        "./.accel-overlay/torch-VERSION), each file whole or not at all; `accel patches run SCRIPT` then runs "
+        "a script with it active. --in-place patches the installed torch instead (originals backed up).",
+    )  # fmt: skip
     apply.add_argument(
         "--in-place",
         action="store_true",
@@ -76,6 +84,18 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     rebase.add_argument("--from", dest="source", required=True, metavar="VERSION", help="the series to rebase")
     rebase.add_argument("--replace", action="store_true", help="replace an existing series for the installed torch")
     rebase.set_defaults(func=_rebase)
+    run = actions.add_parser(
+        "run", help="run a script (or -m MODULE) with the patched overlay active",
+        description="Run a Python script or module with the overlay written by `accel patches apply` active "
+        "before it imports torch; the script sees its own sys.argv and its exit status is this command's.",
+    )  # fmt: skip
+    run.add_argument(
+        "--target", "--overlay", dest="target", type=Path, metavar="DIR",
+        help="the overlay directory (default $ACCEL_TORCH_OVERLAY, else ./.accel-overlay/torch-VERSION)",
+    )  # fmt: skip
+    run.add_argument("-m", dest="module", metavar="MODULE", help="run a module, like python -m")
+    run.add_argument("script", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS]", help="the script and its arguments")
+    run.set_defaults(func=_run)
 
 
 def _load(args: argparse.Namespace) -> tuple[Path, Series]:
@@ -185,6 +205,21 @@ def _rebase(args: argparse.Namespace) -> int:
         print(f"  PORT     {name}  copied unchanged, a person must port it: {why}")
     print("next: accel patches check, then the patch tests (pytest tests/patches) on this release")
     return 1 if report.failed else 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    """``accel patches run``: :mod:`.run` in a fresh interpreter, so the overlay is active before torch loads."""
+    import subprocess
+
+    if args.module is None and not args.script:
+        raise ConfigError("accel patches run: give a script (accel patches run train.py --its --args) or -m MODULE")
+    command = [sys.executable, "-m", "accel_abstraction.patching.run"]
+    if args.target is not None:
+        command += ["--overlay", str(args.target)]
+    if args.module is not None:
+        command += ["-m", args.module]
+    proc = subprocess.run([*command, *args.script], check=False)
+    return proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,9 @@
 """``accel scan`` and ``accel port``: argument parsing and exit codes only.
 
-Exit codes: 0 clean (or findings without ``--check``), 1 ``--check`` found something or a
-file could not be read/parsed, 2 usage or configuration error (from the ``accel`` CLI).
+Exit codes, as ruff and flake8 give them: ``accel scan`` 0 clean, 1 something found or a file
+could not be read/parsed (``--exit-zero``: 0 all the same, report only); ``accel port`` 0, or 1
+with ``--check`` when a file would be rewritten, 1 when a file could not be read/parsed; 2 usage
+or configuration error (from the ``accel`` CLI).
 """
 
 from __future__ import annotations
@@ -53,7 +55,6 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--select", action="append", metavar="CODES", help="only these codes, prefixes or categories (comma-separated)")
     parser.add_argument("--ignore", action="append", metavar="CODES", help="never these codes, prefixes or categories")
     parser.add_argument("--config", type=Path, metavar="PYPROJECT", help="pyproject.toml to read [tool.accel.scan] from (default: nearest)")
-    parser.add_argument("--check", action="store_true", help="exit 1 when something is found")
     parser.add_argument("--jobs", "-j", type=_positive_int, default=None, help="worker processes for large trees (default: CPU count)")
     parser.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -66,10 +67,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     scan = subparsers.add_parser(
         "scan",
         help="find CUDA coupling in Python code (reads it; never imports or runs it)",
-        description="Report CUDA-specific code as file:line:col CODE message (suggested rewrite).",
+        description="Report CUDA-specific code as file:line:col CODE message (suggested rewrite). Exit 1 when "
+        "something is found or a file cannot be read (as ruff and flake8), 0 when clean or with --exit-zero, "
+        "2 on a usage or configuration error. '# noqa: ACC111' or '# accel: ignore[ACC111]' suppresses a finding.",
     )
     _common(scan)
-    scan.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    exits = scan.add_mutually_exclusive_group()
+    exits.add_argument(
+        "--check", action="store_true",
+        help="also parse files with no CUDA word, so a syntax error anywhere fails (the pre-commit hook passes it); "
+        "findings exit 1 with or without it",
+    )  # fmt: skip
+    exits.add_argument("--exit-zero", action="store_true", help="exit 0 even when something is found (report only)")
+    scan.add_argument(
+        "--format", choices=("text", "json", "sarif"), default="text",
+        help="text: file:line:col CODE message per finding, a summary on stderr (default); json: one document; "
+        "sarif: SARIF 2.1.0 for code-scanning UIs",
+    )  # fmt: skip
     scan.add_argument("--output", "-o", type=Path, help="write the report to this file instead of stdout")
     scan.set_defaults(func=run_scan)
 
@@ -79,6 +93,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         description="Rewrite every portable site; report the sites that need a person.",
     )
     _common(port)
+    port.add_argument("--check", action="store_true", help="write nothing, print no diff; exit 1 when a file would be rewritten")
     port.add_argument("--write", action="store_true", help="change the files in place (atomically)")
     port.add_argument(
         "--format", choices=("diff", "json"), default="diff",
@@ -146,9 +161,9 @@ def run_scan(args: argparse.Namespace) -> int:
             f"{counts['portable']} portable by `accel port`, {counts['manual']} need a person",
             file=sys.stderr,
         )
-    if errors:
-        return 1
-    return 1 if args.check and counts["findings"] else 0
+    if args.exit_zero:
+        return 0
+    return 1 if errors or counts["findings"] else 0
 
 
 def run_port(args: argparse.Namespace) -> int:

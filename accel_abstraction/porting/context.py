@@ -2,7 +2,7 @@
 
 :class:`ScanContext` holds the import aliases, the lines worth walking (the text pre-check of
 :mod:`.prefilter`), the names assigned device strings or passed where a device goes, the
-blocks an accelerator test guards, and the ``# accel: ignore`` comments; the traversal and
+blocks an accelerator test guards, and the ``# accel: ignore`` / ``# noqa`` comments; the traversal and
 its node handlers are :class:`.scanner.Scan`, a subclass.
 """
 
@@ -30,6 +30,10 @@ INTENTIONAL = ("accel_abstraction", "torch.accelerator", "deepspeed.accelerator"
 OWN = ("accel_abstraction", "torch.accelerator")
 _ACCEL_WORDS = re.compile(r"cuda|gpu|accel", re.IGNORECASE)
 _SUPPRESS = re.compile(r"#\s*accel:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
+#: ``# noqa`` as ruff and flake8 read it: bare, every code; ``# noqa: ACC111, ACC121``, those codes.
+#: A colon followed by no code suppresses nothing (ruff warns about it; it is not a bare ``noqa``).
+_NOQA = re.compile(r"#\s*noqa(?P<colon>\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*)?)?", re.IGNORECASE)
+_MARKERS = re.compile(r"accel:|noqa", re.IGNORECASE)
 _COUPLED_PREFIXES = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension", "torch.utils.collect_env", *PACKAGES)
 
 
@@ -38,24 +42,43 @@ def _coupled_module(qualname: str) -> bool:
     return qualname.startswith(_COUPLED_PREFIXES) or qualname in GRAD_SCALER
 
 
+def _suppressed_on(text: str) -> frozenset[str] | None:
+    """What one line's comments suppress: ``None`` every code, else those codes (empty: none)."""
+    ours: frozenset[str] = frozenset()
+    match = _SUPPRESS.search(text)
+    if match is not None:
+        if match.group(1) is None:
+            return None
+        ours = frozenset(c.strip() for c in match.group(1).split(",") if c.strip())
+    noqa = _NOQA.search(text)
+    if noqa is not None:
+        if noqa.group("colon") is None:
+            return None
+        ours |= frozenset(c.upper() for c in re.split(r"[,\s]+", noqa.group("codes") or "") if c)
+    return ours
+
+
 def suppressions(source: str) -> dict[int, frozenset[str] | None]:
-    """Line -> suppressed codes (``None``: every code) from ``# accel: ignore[...]`` comments."""
+    """Line -> suppressed codes (``None``: every code) from ``# accel: ignore[...]`` and ``# noqa[: ...]`` comments.
+
+    ``# accel: ignore`` and a bare ``# noqa`` suppress every code on their line, as in ruff and
+    flake8; ``# accel: ignore[ACC111,ACC121]`` and ``# noqa: ACC111, ACC121`` only those codes
+    (other tools' codes in the same ``noqa`` are left to them).
+    """
     found: dict[int, frozenset[str] | None] = {}
-    if "accel:" not in source:
+    if _MARKERS.search(source) is None:
         return found
     for lineno, text in enumerate(source.splitlines(), start=1):
-        if "accel:" not in text:
+        if _MARKERS.search(text) is None:
             continue
-        match = _SUPPRESS.search(text)
-        if match is None:
-            continue
-        codes = match.group(1)
-        found[lineno] = None if codes is None else frozenset(c.strip() for c in codes.split(",") if c.strip())
+        codes = _suppressed_on(text)
+        if codes is None or codes:
+            found[lineno] = codes
     return found
 
 
 def reported(findings: list[Finding], source: str, enabled: Callable[[str], bool] | None) -> list[Finding]:
-    """``findings`` in source order, without repeats, codes ``enabled`` leaves out and ``# accel: ignore``d ones."""
+    """``findings`` in source order, without repeats, codes ``enabled`` leaves out and suppressed ones (:func:`suppressions`)."""
     quiet = suppressions(source)
     kept: list[Finding] = []
     seen: set[tuple[int, int, str]] = set()

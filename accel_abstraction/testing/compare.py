@@ -23,8 +23,8 @@ Backends that cannot share a process (a real PrivateUse1 backend and an emulatio
 one) run in subprocesses: ``subprocess=True`` runs every backend in its own process,
 ``"auto"`` only those that need it. ``fn`` must then be importable: a ``"module:function"``
 string, or a module-level function. Each child selects its backend through
-``ACCEL_BACKEND`` (plus the emulation variable where the hardware is absent, as
-``accel parity`` does) and hands its result back through ``torch.save`` to a temporary file.
+``ACCEL_BACKEND`` (plus the emulation variable where the hardware is absent: the rule of
+:mod:`accel_abstraction.emulation`, the same in this process, in pytest and in ``accel parity``) and hands its result back through ``torch.save`` to a temporary file.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def _resolve(fn: Callable[[], Any] | str) -> tuple[Callable[[], Any], str | None
 def _needs_subprocess(name: str) -> bool:
     """For ``subprocess="auto"``: can backend ``name`` not run in this process as it is?"""
     import accel_abstraction as accel
-    from accel_abstraction.parity.runner import backend_env
+    from accel_abstraction.emulation import backend_env
     from accel_abstraction.runtime import _selection
 
     if _selection is not None and _selection.backend.name == name:
@@ -207,25 +207,27 @@ def _needs_subprocess(name: str) -> bool:
 
 def _run_in_process(name: str, fn: Callable[[], Any]) -> Any:
     import accel_abstraction as accel
+    from accel_abstraction.emulation import emulated_if_needed
     from accel_abstraction.errors import BackendUnavailableError
     from accel_abstraction.runtime import selection
 
-    with accel.using(name):
-        sel = selection()
-        if sel.fell_back_from is not None:  # a configured fallback must not stand in for the backend
-            raise BackendUnavailableError(name, sel.fallback_reason)
-        return _to_cpu(fn())
+    with emulated_if_needed(name) as refusal:  # the emulation rule, as for pytest and accel parity
+        if refusal is not None:
+            raise refusal
+        with accel.using(name):
+            sel = selection()
+            if sel.fell_back_from is not None:  # a configured fallback must not stand in for the backend
+                raise BackendUnavailableError(name, sel.fallback_reason)
+            return _to_cpu(fn())
 
 
 def _run_in_subprocess(name: str, target: str, timeout: float) -> Any:
+    from accel_abstraction.emulation import backend_env
     from accel_abstraction.errors import AccelError
-    from accel_abstraction.parity.runner import backend_env
 
     changes, why_not = backend_env(name)
     if why_not:
-        from accel_abstraction.errors import BackendUnavailableError
-
-        raise BackendUnavailableError(name, why_not)
+        raise AccelError(why_not)  # emulation.unavailable_message: the same words as pytest's skip
     with tempfile.TemporaryDirectory(prefix="accel-match-") as tmp:
         out = Path(tmp) / "result.pt"
         env = {**os.environ, **changes}
@@ -252,7 +254,8 @@ def assert_backends_match(
     """Run ``fn()`` under each backend and assert that the results agree with the first backend's.
 
     ``backends``: names, the first being the reference (default: ``$ACCEL_TEST_BACKENDS`` when it
-    names two or more, else every registered backend available here). ``subprocess``: ``False``
+    names two or more, else every registered backend that runs here, emulated or not:
+    :func:`~accel_abstraction.emulation.runnable_backends`). ``subprocess``: ``False``
     (all in this process, selected with ``accel.using``), ``True`` (each in its own process) or
     ``"auto"`` (a subprocess only for a backend that cannot run in this one). A backend listed
     twice runs twice (a determinism check). Returns the results by backend name (``"cpu#2"``
@@ -296,9 +299,9 @@ def _default_backends() -> list[str]:
     env = [n.strip() for n in os.environ.get("ACCEL_TEST_BACKENDS", "").split(",") if n.strip()]
     if len(env) >= 2:
         return env
-    from accel_abstraction.parity.runner import available_backends
+    from accel_abstraction.emulation import runnable_backends
 
-    return available_backends()
+    return runnable_backends()
 
 
 def _child_main(argv: Sequence[str]) -> int:

@@ -25,6 +25,7 @@ import pytest
 import torch
 
 import accel_abstraction as accel
+from accel_abstraction.emulation import unavailable_message
 from accel_abstraction.errors import AccelError, CapabilityError, DeviceIndexError
 from accel_abstraction.interface import Backend
 
@@ -49,7 +50,7 @@ class BackendConformance:
         entry = get_host().registry.get(self.backend_name)
         avail = probe(build_backend(entry, None), entry)
         if not avail.available:
-            pytest.skip(f"backend {self.backend_name!r} is not available: {avail.reason}")
+            pytest.skip(unavailable_message(self.backend_name, avail.reason, avail.hint))
         with accel.using(self.backend_name) as selected:
             yield selected
 

@@ -17,6 +17,7 @@ only pytest and the standard library; torch and the backends load when a test as
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -123,32 +124,33 @@ def _unknown_backend_message(exc: Exception) -> str:
 def accel_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
     """The backend this test runs on, selected (``accel.using``) for the duration of the test."""
     import accel_abstraction as accel
+    from accel_abstraction.emulation import emulated_if_needed, unavailable_message
     from accel_abstraction.errors import BackendUnavailableError, UnknownBackendError
 
     name = getattr(request, "param", None) or selected_backends(request.config)[0]
     problem = skip_reason = None
-    try:
-        ctx = accel.using(name)
-        backend = ctx.__enter__()
-    except UnknownBackendError as exc:
-        problem = _unknown_backend_message(exc)
-    except BackendUnavailableError as exc:
-        skip_reason = f"backend {name!r} is not available: {exc.reason}"
-    if problem is not None:  # outside the except block: a one-line report, no chained traceback
-        pytest.fail(problem, pytrace=False)
-    if skip_reason is not None:
-        pytest.skip(skip_reason)
-    from accel_abstraction.runtime import selection
+    with contextlib.ExitStack() as stack:
+        try:
+            refusal = stack.enter_context(emulated_if_needed(name))
+            if refusal is not None:
+                skip_reason = str(refusal)
+            else:
+                backend = stack.enter_context(accel.using(name))
+        except UnknownBackendError as exc:
+            problem = _unknown_backend_message(exc)
+        except BackendUnavailableError as exc:
+            skip_reason = str(exc)
+        if problem is not None:  # outside the except block: a one-line report, no chained traceback
+            pytest.fail(problem, pytrace=False)
+        if skip_reason is not None:
+            pytest.skip(skip_reason)
+        from accel_abstraction.runtime import selection
 
-    fell_back = selection()
-    if fell_back.fell_back_from is not None:  # ACCEL_FALLBACK must not run a 'cuda' test on the cpu
-        ctx.__exit__(None, None, None)
-        pytest.skip(f"backend {name!r} is not available: {fell_back.fallback_reason}")
-    try:
+        fell_back = selection()
+        if fell_back.fell_back_from is not None:  # ACCEL_FALLBACK must not run a 'cuda' test on the cpu
+            pytest.skip(unavailable_message(name, fell_back.fallback_reason))
         _skip_missing_features(request.node, backend)
         yield backend
-    finally:
-        ctx.__exit__(None, None, None)
 
 
 @pytest.fixture
@@ -174,7 +176,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     try:
         backend = accel.backend()
     except BackendUnavailableError as exc:
-        reason = f"backend {exc.name!r} is not available: {exc.reason}"
+        reason = str(exc)
         for item in marked:
             item.add_marker(pytest.mark.skip(reason=reason))
         return

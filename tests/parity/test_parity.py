@@ -74,7 +74,7 @@ def test_unavailable_backend_exits_2_without_running(tmp_path: Path) -> None:
     assert parity(TINY, "--backends", "cpu,cuda", "--out", str(out), "--no-plot") == 2
     report = json.loads((out / "parity.json").read_text())
     cuda = report["runs"][1]
-    assert cuda["returncode"] is None and cuda["error"].startswith("not available: ")
+    assert cuda["returncode"] is None and cuda["error"].startswith("backend 'cuda' is not available: ")
 
 
 def test_script_options_must_follow_a_double_dash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

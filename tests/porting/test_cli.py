@@ -27,7 +27,7 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_text_output_is_file_line_col_code_message_suggestion(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["scan", "."]) == 0
+    assert main(["scan", "."]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
         "train.py:2:5 ACC111 .cuda() moves to a CUDA device (.to(accel.device()))",
@@ -36,9 +36,21 @@ def test_text_output_is_file_line_col_code_message_suggestion(tree: Path, capsys
     ]
 
 
-def test_check_exits_nonzero_only_when_something_is_found(tree: Path) -> None:
-    assert main(["scan", "--check", "train.py"]) == 1
+def test_scan_exits_1_on_a_finding_like_a_linter_and_0_with_exit_zero(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scan", "train.py"]) == 1
+    assert main(["scan", "clean.py"]) == 0
+    assert main(["scan", "--check", "train.py"]) == 1  # the pre-commit hook's spelling
     assert main(["scan", "--check", "clean.py"]) == 0
+    capsys.readouterr()
+    assert main(["scan", "--exit-zero", "train.py"]) == 0
+    assert capsys.readouterr().out.count("ACC1") == 3  # still reported
+    (tree / "broken.py").write_text("x = torch.cuda(\n")
+    assert main(["scan", "broken.py"]) == 1
+    assert main(["scan", "--exit-zero", "broken.py"]) == 0
+    with pytest.raises(SystemExit) as usage:
+        main(["scan", "--check", "--exit-zero", "train.py"])
+    assert usage.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
 
 
 def test_json_format(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -76,6 +88,25 @@ def test_suppression_comments(tree: Path, capsys: pytest.CaptureFixture[str]) ->
     )
     main(["scan", "s.py"])
     assert [line.split()[1] for line in capsys.readouterr().out.splitlines()] == ["ACC111"]
+
+
+def test_noqa_comments_suppress_like_ruff(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tree / "s.py").write_text(
+        "import torch\n"
+        "a = x.cuda()  # noqa: ACC111\n"  # suppressed
+        "b = x.cuda()  # NOQA:ACC101,ACC111  other words\n"  # suppressed: case and spacing as ruff reads them
+        "c = x.cuda()  # noqa: F401, E501 ACC111\n"  # suppressed, beside other tools' codes
+        "d = x.cuda()  # noqa: F401\n"  # kept: another tool's code only
+        "e = x.cuda()  # noqa: ACC101\n"  # kept: another of our codes
+        "f = x.to('cuda') if torch.cuda.is_available() else x  # noqa\n"  # bare: everything
+        "g = x.cuda()  # noqa:\n"  # kept: a colon and no code suppresses nothing
+        "h = x.cuda()  # noqa: F401  # accel: ignore[ACC111]\n"  # suppressed by the other form
+    )
+    assert main(["scan", "s.py"]) == 1
+    kept = [line.split(":")[1] for line in capsys.readouterr().out.splitlines()]
+    assert kept == ["5", "6", "8"]
+    (tree / "quiet.py").write_text("import torch\nx = y.cuda()  # noqa: ACC111\n")
+    assert main(["scan", "quiet.py"]) == 0
 
 
 def test_pyproject_selection_read_from_tool_accel_scan(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -215,7 +246,7 @@ def test_port_refuses_when_accel_means_something_else(tree: Path, capsys: pytest
 def test_progress_goes_to_stderr_and_only_when_asked_or_on_a_terminal(
     tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["scan", "--progress", "--jobs", "1", "."]) == 0
+    assert main(["scan", "--progress", "--jobs", "1", "."]) == 1
     assert capsys.readouterr().out.count("ACC1") == 3  # stdout holds the report alone
     monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
     assert runner.want_progress(None, runner.PROGRESS_THRESHOLD)

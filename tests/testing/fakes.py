@@ -1,4 +1,5 @@
-"""Fake backends for the testing-helper tests: one available ('fakecpu', with streams), one not ('fakeacc')."""
+"""Fake backends for the testing-helper tests: one available ('fakecpu', with streams), one not
+('fakeacc'), one available only emulated ('fakeemu')."""
 
 from __future__ import annotations
 
@@ -45,11 +46,34 @@ class FakeAcc(Backend):
         return Availability.no(UNAVAILABLE_REASON, hint="plug it in")
 
 
+EMULATE_VAR = "ACCEL_FAKEEMU_EMULATE"
+NO_HARDWARE = "no fake hardware here"
+
+
+class FakeEmu(Backend):
+    """No hardware, but an emulation when ``ACCEL_FAKEEMU_EMULATE=1`` (as accel-neuron offers one)."""
+
+    name = "fakeemu"
+    device_type = "cpu"
+
+    def __init__(self, settings: object = None) -> None:
+        import os
+
+        super().__init__(settings)  # type: ignore[arg-type]
+        self.emulated = os.environ.get(EMULATE_VAR) == "1"  # read when built, like accel-neuron's setting
+
+    def availability(self) -> Availability:
+        if self.emulated:
+            return Availability.yes()
+        return Availability.no(NO_HARDWARE, hint=f"set {EMULATE_VAR}=1 to run on the CPU emulation")
+
+
 class FakePlugin:
     @hookimpl
     def accel_register_backends(self, register):  # type: ignore[no-untyped-def]
         register(BackendSpec("fakecpu", FakeCpu))
         register(BackendSpec("fakeacc", FakeAcc))
+        register(BackendSpec("fakeemu", FakeEmu))
 
 
 def install() -> None:

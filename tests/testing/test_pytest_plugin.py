@@ -103,8 +103,45 @@ def test_unavailable_backend_is_skipped_with_the_plugins_reason(fixture_suite: p
     result = fixture_suite.runpytest("-rs", "--accel-backend=cpu,fakeacc")
     result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines(
-        ["SKIPPED*backend 'fakeacc' is not available: the fake accelerator is unplugged"]
+        ["SKIPPED*backend 'fakeacc' is not available: the fake accelerator is unplugged. To fix: plug it in"]
     )
+
+
+EMULATED_TESTS = """
+import os
+
+def test_on(accel_device):
+    assert os.environ.get("ACCEL_FAKEEMU_EMULATE") == "1"  # for this test only
+
+def test_after():
+    assert os.environ.get("ACCEL_FAKEEMU_EMULATE") != "1"  # restored after test_on
+"""
+
+
+def test_a_backend_with_an_emulation_runs_emulated_by_the_rule_accel_parity_follows(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from accel_abstraction.emulation import backend_env, runnable_backends
+
+    suite.makepyfile(EMULATED_TESTS)
+    result = suite.runpytest("-v", "-p", "no:randomly", "--accel-backend=fakeemu")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_on[[]fakeemu[]] PASSED*"])
+    fakes.install()
+    try:  # accel parity's view of the same backend: emulated, and in its default list
+        assert backend_env("fakeemu") == ({"ACCEL_BACKEND": "fakeemu", "ACCEL_FAKEEMU_EMULATE": "1"}, "")
+        assert "fakeemu" in runnable_backends() and "fakeacc" not in runnable_backends()
+        monkeypatch.setenv("ACCEL_FAKEEMU_EMULATE", "0")  # the user's word wins, in both
+        changes, why_not = backend_env("fakeemu")
+    finally:
+        accel_abstraction.runtime.reset()
+        accel_abstraction.plugins.reset()
+    assert changes == {"ACCEL_BACKEND": "fakeemu"}
+    message = "backend 'fakeemu' is not available: no fake hardware here. To fix: set ACCEL_FAKEEMU_EMULATE=1 to run on the CPU emulation"
+    assert why_not == message
+    result = suite.runpytest("-rs", "--accel-backend=fakeemu")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines([f"SKIPPED*{message}"])
 
 
 def test_unknown_backend_fails_and_lists_known_ones(fixture_suite: pytest.Pytester) -> None:
@@ -186,4 +223,4 @@ def test_a_configured_fallback_does_not_stand_in_for_the_backend(
     monkeypatch.setenv("ACCEL_FALLBACK", "cpu")
     result = fixture_suite.runpytest("-rs", "-W", "ignore::RuntimeWarning", "--accel-backend=fakeacc")
     result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["SKIPPED*backend 'fakeacc' is not available: the fake accelerator is unplugged"])
+    result.stdout.fnmatch_lines(["SKIPPED*backend 'fakeacc' is not available: the fake accelerator is unplugged. To fix: plug it in"])

@@ -50,6 +50,13 @@ def accel_register_backends(register):  # type: ignore[no-untyped-def]
     )
 
 
+@hookimpl
+def accel_config_sections(register):  # type: ignore[no-untyped-def]
+    from .settings import NEURON as SECTION
+
+    register(SECTION)
+
+
 def _keeps_tied_parameters(backend) -> bool:  # type: ignore[no-untyped-def]
     from .backend import NeuronBackend
 
