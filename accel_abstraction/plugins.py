@@ -11,7 +11,8 @@ Environment:
   ``ACCEL_PLUGINS``; plugins registered in code with :func:`register_plugin` still load.
 
 * ``ACCEL_PLUGIN_IMPORT_TIMEOUT=10``: seconds a plugin's import may take (``0``: no bound);
-  one still importing then is marked failed, named, and the others load.
+  one still running its own module's code then is marked failed, named, and the others load
+  (an import of another package it makes, such as torch, is never cut half-way).
 
 Plugin code cannot take the host down: anything a plugin's import or hook raises
 (``SystemExit`` and other ``BaseException`` subclasses included; only ``KeyboardInterrupt``
@@ -405,7 +406,10 @@ def _bounded_load(ep: EntryPoint, bound: float) -> Any:
 
     The bound is a ``SIGALRM`` timer, so it holds only in the main thread and when no
     other timer is running (elsewhere the import is unbounded); the previous handler is
-    put back.
+    put back. Only the plugin's own code is interrupted: while it is importing another
+    package (torch, slow on a loaded machine), the alarm waits for that import to end, as
+    a package interrupted half-way (torch's operator registrations made, its module
+    dropped) could not be imported again in this process.
     """
     usable = (
         bound > 0
@@ -415,9 +419,12 @@ def _bounded_load(ep: EntryPoint, bound: float) -> Any:
     )
     if not usable:
         return ep.load()
+    own = ep.module.split(".", 1)[0]
 
-    def expired(_signum: int, _frame: object) -> None:
-        raise _ImportTooSlow
+    def expired(_signum: int, frame: Any) -> None:
+        if _importing(frame) == own:
+            raise _ImportTooSlow
+        signal.setitimer(signal.ITIMER_REAL, 0.2)  # inside another package's import: ask again soon
 
     previous = signal.signal(signal.SIGALRM, expired)
     signal.setitimer(signal.ITIMER_REAL, bound)
@@ -428,6 +435,15 @@ def _bounded_load(ep: EntryPoint, bound: float) -> Any:
             signal.setitimer(signal.ITIMER_REAL, 0)
         finally:
             signal.signal(signal.SIGALRM, previous)
+
+
+def _importing(frame: Any) -> str:
+    """The top-level package of the innermost module whose body ``frame`` (or a caller) runs."""
+    while frame is not None:
+        if frame.f_code.co_name == "<module>":
+            return str(frame.f_globals.get("__name__", "")).split(".", 1)[0]
+        frame = frame.f_back
+    return ""
 
 
 def _allow_list() -> list[str] | None:

@@ -194,6 +194,20 @@ def test_a_slow_import_that_swallows_exceptions_is_still_abandoned(site: Path, m
     assert host.records["stubborn"].status == "failed"
 
 
+def test_a_slow_import_of_another_package_is_never_cut_half_way(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cutting torch's import half-way would leave its operator registrations behind and make
+    the next ``import torch`` fail; the bound waits for another package's import to end."""
+    (site / "slowdep_xyz.py").write_text("import time\ntime.sleep(0.8)\nDONE = True\n")
+    make_plugin_dist(site, "patient", "import slowdep_xyz\n" + BACKEND.format(name="patientdev", priority=-5))
+    monkeypatch.setenv("ACCEL_PLUGIN_IMPORT_TIMEOUT", "0.2")
+    try:
+        host, _ = _load()
+        assert host.records["patient"].status == "loaded" and "patientdev" in host.registry.names()
+        assert sys.modules["slowdep_xyz"].DONE is True
+    finally:
+        sys.modules.pop("slowdep_xyz", None)
+
+
 @pytest.mark.parametrize("value", ["-1", "abc", "nan", "inf"])
 def test_a_bad_import_timeout_is_one_config_error(site: Path, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv("ACCEL_PLUGIN_IMPORT_TIMEOUT", value)
