@@ -20,25 +20,8 @@ import accel_abstraction as accel
 from accel_abstraction.cli import main
 from accel_abstraction.plugins import get_host, reset
 
+from ..hostile.tries import PLUGIN_BACKEND as BACKEND
 from .conftest import make_plugin_dist, run_cli
-
-BACKEND = """
-from accel_abstraction import hookimpl
-from accel_abstraction.features import Availability
-from accel_abstraction.interface import Backend
-from accel_abstraction.registry import BackendSpec
-
-class Mine(Backend):
-    name = "{name}"
-    device_type = "cpu"
-
-    def availability(self):
-        return Availability.yes()
-
-@hookimpl
-def accel_register_backends(register):
-    register(BackendSpec("{name}", Mine, priority={priority}))
-"""
 
 
 @pytest.fixture
