@@ -1088,7 +1088,9 @@ def _run_tries() -> Iterator[Try]:
     late = {
         "atexit": "atexit.register(lambda: print('late', torch.zeros(1).cuda().device))\n",
         "finalize": "class B:\n    pass\nb = B()\nweakref.finalize(b, lambda: print('late', torch.zeros(1).cuda().device))\n",
-        "daemon": "def spin():\n    while True:\n        torch.zeros(1).cuda()\n"
+        # the thread yields between calls: one busy in torch while the interpreter finalizes can
+        # abort in torch's C++ ("terminate called without an active exception"), accel or not
+        "daemon": "def spin():\n    while True:\n        torch.zeros(1).cuda()\n        time.sleep(0.001)\n"
         "threading.Thread(target=spin, daemon=True).start()\ntime.sleep(0.3)\nprint('late cpu')\n",
     }
     for shape, body in late.items():
