@@ -38,8 +38,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.module is None and not args.target:
         parser.error("give a script path or -m MODULE")
     try:
+        if args.module is None:
+            _check_target(None, args.target)  # a missing script is said before the overlay is looked at
         activate(args.overlay)
-        _check_target(args.module, args.target)
+        if args.module is not None:
+            _check_target(args.module, args.target)
     except PatchError as exc:
         print(f"accel-overlay: error: {exc}", file=sys.stderr)
         return 2

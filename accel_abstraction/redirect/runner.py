@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import AccelError
 from .children import collect, merge, propagate
 from .context import redirect_cuda
-from .failure import print_script_failure
+from .failure import print_script_failure, user_frame
 from .report import as_json, print_table, write_json
 from .sites import Site
 
@@ -195,9 +195,19 @@ class _LateFailures:
         self.count = 0
 
     def _report(self, exc: BaseException, where: str) -> None:
+        """One line (the script's line that raised, when known); the traceback with ``--traceback``."""
         self.count += 1
-        print(f"accel run: {where} raised {type(exc).__name__}:", file=sys.stderr)
-        print_script_failure(exc, self.redirect, self.full)
+        if self.full:
+            print(f"accel run: {where} raised {type(exc).__name__}:", file=sys.stderr)
+            print_script_failure(exc, self.redirect, True)
+            return
+        tb, _ = user_frame(exc.__traceback__, self.redirect)
+        at = f" at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else ""
+        first = (str(exc).splitlines() or [""])[0]
+        print(
+            f"accel run: {where} raised {type(exc).__name__}{at}: {first} (accel run --traceback shows the traceback)",
+            file=sys.stderr,
+        )
 
     @contextlib.contextmanager
     def in_threads(self) -> Iterator[None]:

@@ -59,7 +59,7 @@ def test_cr_only_and_mixed_endings_port_like_lf_keeping_each_ending(tree: Path, 
     (tree / "lf.py").write_text(COUPLED)
     lines = COUPLED.splitlines(keepends=True)
     endings = ["\r", "\r", "\r"] if newline == "\r" else ["\r", "\r\n", "\n"]
-    (tree / "other.py").write_bytes("".join(line.replace("\n", end) for line, end in zip(lines, endings)).encode())
+    (tree / "other.py").write_bytes("".join(line.replace("\n", end) for line, end in zip(lines, endings, strict=True)).encode())
     assert main(["port", "--write", "lf.py", "other.py"]) == 0
     ported_lf = (tree / "lf.py").read_bytes()
     ported = (tree / "other.py").read_bytes()
