@@ -17,6 +17,7 @@ from typing import NoReturn
 
 from ._lazy import torch_first
 from .commands import CommandSpec, collect_commands
+from .errors import PluginError
 from .exits import print_error, run_command
 from .plugins import get_host
 
@@ -50,13 +51,51 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     wanted = {spec.module for spec in commands.values() if command is None or spec.name == command}
     if any(spec.imports_torch and spec.module in wanted for spec in commands.values()):
         torch_first()
+    broken: dict[str, str] = {}
     for module in dict.fromkeys(spec.module for spec in commands.values()):
         if module in wanted:
-            importlib.import_module(module).add_parser(subparsers)
+            problem = _add_parsers(module, subparsers)
+            if problem:
+                broken[module] = problem
     for spec in commands.values():
-        if spec.name not in subparsers.choices:
+        if spec.module in broken:
+            _add_broken(subparsers, spec, broken[spec.module])
+        elif spec.name not in subparsers.choices:
             subparsers.add_parser(spec.name, help=spec.help)
     return parser
+
+
+def _add_parsers(module: str, subparsers: argparse._SubParsersAction) -> str:  # type: ignore[type-arg]
+    """Import a command module and let it add its parsers; ``""``, or why it could not
+    (the plugin's bug: its commands are listed as broken, the others stay usable)."""
+    before = set(subparsers.choices)
+    try:
+        importlib.import_module(module).add_parser(subparsers)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - one broken command module must not take the CLI down
+        for name in set(subparsers.choices) - before:  # half-added parsers of the broken module
+            _drop(subparsers, name)
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
+def _drop(subparsers: argparse._SubParsersAction, name: str) -> None:  # type: ignore[type-arg]
+    subparsers.choices.pop(name, None)
+    subparsers._choices_actions = [a for a in subparsers._choices_actions if a.dest != name]
+
+
+def _add_broken(subparsers: argparse._SubParsersAction, spec: CommandSpec, problem: str) -> None:  # type: ignore[type-arg]
+    """A parser for ``spec`` that says it is broken, in ``--help`` and when run."""
+    message = f"command {spec.name!r} is broken: its module {spec.module!r} could not be loaded ({problem})"
+
+    def fail(_args: argparse.Namespace) -> int:
+        raise PluginError(f"{message}; reinstall or uninstall the plugin that provides it (accel info lists plugins)")
+
+    _drop(subparsers, spec.name)
+    sub = subparsers.add_parser(spec.name, help=f"(broken) {spec.help}", add_help=False, prefix_chars="\0")
+    sub.add_argument("rest", nargs=argparse.REMAINDER)
+    sub.set_defaults(func=fail)
 
 
 def _command_of(argv: Sequence[str]) -> str | None:

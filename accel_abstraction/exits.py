@@ -22,11 +22,14 @@ interpreter exits.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .errors import PLUGIN_ATTR, AccelError
@@ -34,7 +37,15 @@ from .errors import PLUGIN_ATTR, AccelError
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["EXIT_BROKEN_PIPE", "EXIT_ERROR", "EXIT_INTERRUPTED", "console", "print_error", "run_command"]
+__all__ = [
+    "EXIT_BROKEN_PIPE",
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "console",
+    "print_error",
+    "run_command",
+    "terminate_on_sigterm",
+]
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -160,6 +171,29 @@ def run_command(command: Callable[[], int | None], show_traceback: bool = False)
 #: Width of a console writing to a file or a pipe (a CI log): wide enough that no line of a
 #: report wraps; a table takes only the width its cells need.
 FILE_WIDTH = 10_000
+
+
+@contextlib.contextmanager
+def terminate_on_sigterm(say: str = "") -> Iterator[None]:
+    """Turn SIGTERM (and SIGHUP) into ``SystemExit(128 + signal)`` while the block runs in the
+    main thread, so ``finally`` blocks run on the way out (a temporary file removed, child
+    processes ended) instead of the process vanishing mid-way. ``say``: one line printed on
+    stderr when it happens (what state the command leaves)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: object) -> None:
+        if say:
+            _say(say.format(signal=signal.Signals(signum).name))
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def console(**kwargs: Any) -> Console:

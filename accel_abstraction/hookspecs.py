@@ -17,6 +17,13 @@ the backend object.
 
 Arguments are passed by keyword; an implementation may accept any subset of them
 (pluggy semantics), so new arguments never break an existing plugin.
+
+Each plugin's implementation is called on its own (``PluginHost.call_each``), in pluggy's
+order: ``@hookimpl(tryfirst=True)`` first, ``trylast=True`` last, otherwise the plugin
+registered last first. What one raises (``SystemExit`` included) or prints on stdout stays
+with that plugin (its record in ``accel info``). Hook wrappers (``hookwrapper=True``,
+``wrapper=True``) are not run: there is no single call of every implementation to wrap;
+``accel info`` shows the refusal on the plugin.
 """
 
 from __future__ import annotations

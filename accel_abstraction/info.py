@@ -15,27 +15,32 @@ __all__ = ["add_parser", "collect", "system_versions"]
 
 def collect() -> dict[str, Any]:
     """Everything ``accel info`` shows, as JSON-ready data. Never raises for a selection error."""
-    from . import runtime
     from .plugins import get_host
 
     host = get_host()
-    report: dict[str, Any] = {
-        "system": system_versions(),
-        "plugins": [
-            {
-                "name": r.name,
-                "distribution": r.distribution,
-                "version": r.version,
-                "status": r.status,
-                "error": r.error,
-                "traceback": r.traceback,
-                "backends": r.backends,
-                "problems": r.problems,
-            }
-            for r in host.records.values()
-        ],
-        "backends": [],
-    }
+    report: dict[str, Any] = {"system": system_versions(), "plugins": [], "backends": []}
+    _fill(report, host)
+    # last: a plugin's hooks called while filling (accel_env_info, ...) may have failed or printed
+    report["plugins"] = [
+        {
+            "name": r.name,
+            "distribution": r.distribution,
+            "version": r.version,
+            "status": r.status,
+            "error": r.error,
+            "traceback": r.traceback,
+            "backends": r.backends,
+            "problems": r.problems,
+            "output": r.output,
+        }
+        for r in host.records.values()
+    ]
+    return report
+
+
+def _fill(report: dict[str, Any], host: Any) -> None:
+    """The backends, the selection and its details, into ``report``."""
+    from . import runtime
     from .sections import CORE
     from .selection import build_backend, probe
 
@@ -63,7 +68,7 @@ def collect() -> dict[str, Any]:
     except AccelError as exc:
         report["selected"] = None
         report["selection_error"] = str(exc).splitlines()[0]
-        return report
+        return
     except Exception as exc:
         plugin = getattr(exc, PLUGIN_ATTR, None)
         if plugin is None:
@@ -72,7 +77,7 @@ def collect() -> dict[str, Any]:
         report["selection_error"] = (
             f"plugin {plugin!r} failed in accel_backend_selected: {type(exc).__name__}: {exc}"
         ).splitlines()[0]
-        return report
+        return
     backend = sel.backend
     report["selected"] = {
         "name": backend.name,
@@ -93,7 +98,6 @@ def collect() -> dict[str, Any]:
     rows += _plugin_rows(host, backend)
     report["environment"] = [[k, v] for _, got in rows if not isinstance(got, str) for k, v in got]
     report["environment_errors"] = [f"{who}: {got}" for who, got in rows if isinstance(got, str)]
-    return report
 
 
 def _distribution_version(name: str) -> str:
@@ -144,7 +148,7 @@ def _plugin_rows(host: Any, backend: Any) -> list[tuple[str, list[tuple[str, str
     for call in host.call_each("accel_env_info", backend=backend):
         who = f"plugin {call.plugin!r} (accel_env_info)"
         if call.error is not None:  # diagnostics must not crash the diagnostics command
-            out.append((who, f"raised {type(call.error).__name__}: {call.error}"))
+            out.append((who, f"raised {type(call.error).__name__}: {call.error}"))  # SystemExit: 3 too
         else:
             out.append((who, _rows(call.value)))
     return out
@@ -219,6 +223,11 @@ def _render(report: dict[str, Any], show_tracebacks: bool) -> None:
         console.print(details)
         for problem in report.get("environment_errors", []):
             console.print(f"[red]environment rows dropped:[/] {e(problem)}")
+    for p in report["plugins"]:
+        if p.get("output"):
+            lines = p["output"].splitlines()
+            shown = " | ".join(lines[:3]) + (f" | ... ({len(lines)} lines)" if len(lines) > 3 else "")
+            console.print(f"[yellow]plugin {e(repr(p['name']))} printed on stdout (captured):[/] {e(shown)}")
     failed = [p for p in report["plugins"] if p["status"] == "failed"]
     for p in failed:
         if show_tracebacks:

@@ -25,14 +25,22 @@ Two more kinds of line, neither with a ``"step"``:
 from __future__ import annotations
 
 import atexit
+import contextlib
+import errno
 import json
 import os
 import platform
 from typing import IO, Any
 
-__all__ = ["ENV_VAR", "close", "log_metric", "log_settings", "run_facts", "write_run_facts"]
+from .errors import AccelError
+
+__all__ = ["ENV_VAR", "MetricsFileError", "close", "log_metric", "log_settings", "run_facts", "write_run_facts"]
 
 ENV_VAR = "ACCEL_METRICS_FILE"
+
+class MetricsFileError(AccelError, OSError):
+    """``$ACCEL_METRICS_FILE`` cannot be opened or written (a folder, a full disk, no permission)."""
+
 
 _UNSET: Any = object()
 _sink: IO[str] | None = _UNSET
@@ -73,10 +81,32 @@ def _open() -> IO[str] | None:
     if not path:
         _sink = None
         return None
-    _sink = open(path, "a", buffering=1, encoding="utf-8")  # line-buffered: one flush per record
+    try:
+        _sink = open(path, "a", buffering=1, encoding="utf-8")  # line-buffered: one flush per record
+    except OSError as exc:
+        _sink = _UNSET
+        raise _failure(path, exc) from None
     atexit.register(close)
-    _sink.write(json.dumps({"run": run_facts()}) + "\n")
+    _write(json.dumps({"run": run_facts()}))
     return _sink
+
+
+def _failure(path: str, exc: OSError) -> MetricsFileError:
+    reason = "no space left on the device" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
+    return MetricsFileError(
+        f"{ENV_VAR}={path!r}: cannot write the metrics ({reason}); point it at a writable file, or unset it"
+    )
+
+
+def _write(line: str) -> None:
+    """Append one record; a sink that cannot take it is one :class:`MetricsFileError` (and closed)."""
+    sink = _sink
+    assert sink is not None and sink is not _UNSET
+    try:
+        sink.write(line + "\n")
+    except OSError as exc:
+        close()
+        raise _failure(getattr(sink, "name", os.environ.get(ENV_VAR, "")), exc) from None
 
 
 def _sink_or_none() -> IO[str] | None:
@@ -105,7 +135,7 @@ def log_metric(step: int, **values: Any) -> None:
         return
     record = {"step": int(step)}
     record.update({name: _plain(name, value) for name, value in values.items()})
-    sink.write(json.dumps(record) + "\n")
+    _write(json.dumps(record))
 
 
 def log_settings(**settings: Any) -> None:
@@ -128,7 +158,7 @@ def log_settings(**settings: Any) -> None:
                 f"not {type(value).__name__}"
             )
         plain[name] = value
-    sink.write(json.dumps({"settings": plain}) + "\n")
+    _write(json.dumps({"settings": plain}))
 
 
 def write_run_facts() -> None:
@@ -141,4 +171,5 @@ def close() -> None:
     global _sink
     sink, _sink = _sink, _UNSET
     if sink is not _UNSET and sink is not None:
-        sink.close()
+        with contextlib.suppress(OSError):  # what was not written was said by the write that failed
+            sink.close()

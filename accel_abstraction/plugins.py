@@ -10,19 +10,37 @@ Environment:
 * ``ACCEL_DISABLE_PLUGIN_AUTOLOAD=1``: load no entry point except those named in
   ``ACCEL_PLUGINS``; plugins registered in code with :func:`register_plugin` still load.
 
-A plugin that raises while importing or while registering its backends is marked
-``failed``: a warning names it, the others load, and ``accel info`` shows its traceback.
+* ``ACCEL_PLUGIN_IMPORT_TIMEOUT=10``: seconds a plugin's import may take (``0``: no bound);
+  one still running its own module's code then is marked failed, named, and the others load
+  (an import of another package it makes, such as torch, is never cut half-way).
+
+Plugin code cannot take the host down: anything a plugin's import or hook raises
+(``SystemExit`` and other ``BaseException`` subclasses included; only ``KeyboardInterrupt``
+still interrupts) marks that plugin ``failed`` (or drops that hook's part): a warning names
+it, the others load, and ``accel info`` shows its traceback. What plugin code prints on
+stdout is captured into its record (``accel info`` shows it), never mixed into a command's
+machine-readable output.
+
+Load order: the project's built-in plugins first (the entry points the ``accel-abstraction``
+distribution lists in its group ``accel_abstraction.builtin``), then the others by name; so
+a third-party plugin that claims a built-in backend or command name loses it, and the clash
+is reported. Two distributions offering the same entry-point name: the first found loads,
+the other is recorded as failed with both named (never dropped without a word).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import math
 import os
+import signal
 import threading
 import traceback
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint, PackageNotFoundError, distribution, entry_points
 from typing import Any, Literal
 
 import pluggy
@@ -34,6 +52,12 @@ from .registry import BackendRegistry, BackendSpec
 __all__ = ["HookCall", "PluginHost", "PluginRecord", "get_host", "register_plugin", "reset"]
 
 ENTRY_POINT_GROUP = "accel_abstraction"
+#: Group in the ``accel-abstraction`` distribution's own metadata listing its built-in plugins
+#: (``name = module``, as they appear in :data:`ENTRY_POINT_GROUP`).
+BUILTIN_GROUP = "accel_abstraction.builtin"
+CORE_DISTRIBUTION = "accel-abstraction"
+IMPORT_TIMEOUT_ENV = "ACCEL_PLUGIN_IMPORT_TIMEOUT"
+DEFAULT_IMPORT_TIMEOUT_S = 10.0
 _TRUE = {"1", "true", "yes", "on"}
 
 Status = Literal["loaded", "failed", "skipped"]
@@ -52,6 +76,10 @@ class PluginRecord:
     backends: list[str] = field(default_factory=list)
     #: Hooks of a loaded plugin whose contribution was dropped (junk scan rules, ...), with why.
     problems: list[str] = field(default_factory=list)
+    #: What the plugin's code printed on stdout (captured: never part of a command's output).
+    output: str = ""
+    #: One of the project's own plugins (:data:`BUILTIN_GROUP`): wins a name clash.
+    builtin: bool = False
 
 
 class PluginHost:
@@ -69,7 +97,7 @@ class PluginHost:
         """Load entry-point plugins (as the environment allows), then ``extra`` ones, then register backends."""
         allow = _allow_list()
         autoload = os.environ.get("ACCEL_DISABLE_PLUGIN_AUTOLOAD", "").strip().lower() not in _TRUE
-        eps = _discover()
+        eps, duplicates = _discover()
         if allow is not None:
             available = {ep.name for ep in eps} | {_dist_name(ep) for ep in eps}
             for wanted in allow:
@@ -78,9 +106,10 @@ class PluginHost:
                         f"ACCEL_PLUGINS names {wanted!r}, which is not installed; installed plugins: "
                         f"{', '.join(sorted(ep.name for ep in eps)) or 'none'}.{did_you_mean(wanted, available)}"
                     )
+        bound = _import_timeout()
         for ep in eps:
             dist = _dist_name(ep)
-            record = PluginRecord(ep.name, dist, _dist_version(ep))
+            record = PluginRecord(ep.name, dist, _dist_version(ep), builtin=_is_builtin(ep))
             self.records[ep.name] = record
             named = allow is not None and (ep.name in allow or dist in allow)
             if (allow is not None and not named) or (not autoload and not named):
@@ -88,11 +117,32 @@ class PluginHost:
                 record.error = "not in ACCEL_PLUGINS" if allow is not None else "ACCEL_DISABLE_PLUGIN_AUTOLOAD=1"
                 continue
             try:
-                module = ep.load()
-            except Exception as exc:  # a broken plugin must not take the others down
-                self._fail(record, f"import failed: {type(exc).__name__}: {exc}")
+                with self.captured(record):
+                    module = _bounded_load(ep, bound)
+            except KeyboardInterrupt:
+                raise
+            except _ImportTooSlow:
+                self._fail(
+                    record,
+                    f"import took longer than {bound:g} s and was abandoned; make the plugin's import cheaper "
+                    f"(defer heavy work to its hooks), or raise {IMPORT_TIMEOUT_ENV}",
+                    error=None,
+                )
+                continue
+            except BaseException as exc:  # noqa: BLE001 - a broken plugin (sys.exit included) must not take the others down
+                self._fail(record, f"import failed: {_describe(exc)}")
                 continue
             self._register(record, module)
+        for ep, kept in duplicates:
+            dist = _dist_name(ep) or "unknown distribution"
+            record = PluginRecord(f"{ep.name} ({dist})", dist, _dist_version(ep))
+            self.records[record.name] = record
+            self._fail(
+                record,
+                f"entry point name {ep.name!r} is also offered by {_dist_name(kept) or 'unknown distribution'}, "
+                f"which loaded; this one was not loaded: uninstall one of the two distributions",
+                error=None,
+            )
         for name, obj in extra or []:
             record = PluginRecord(name, "(registered in code)")
             self.records[name] = record
@@ -123,7 +173,11 @@ class PluginHost:
         if unload:
             record.status = "failed"
             record.error = message
-            record.traceback = "".join(traceback.format_exception(error)) if error is not None else traceback.format_exc()
+            if error is not None:
+                record.traceback = "".join(traceback.format_exception(error))
+            else:
+                current = traceback.format_exc()
+                record.traceback = "" if current.startswith("NoneType: None") else current
         else:
             record.problems.append(message)
         outcome = "was not loaded" if unload else "was partly ignored"
@@ -141,12 +195,16 @@ class PluginHost:
         registers something that is not a :class:`BackendSpec`, or claims a name or alias
         already taken (by an earlier plugin or by itself), the plugin is marked failed and
         blocked (pluggy's ``set_blocked``: its other hooks are not called either), and the
-        backends of every other plugin stay usable.
+        backends of every other plugin stay usable. Calls are made in pluggy's order, and
+        registered in load order (built-ins first): where two plugins claim one name, the
+        first loaded keeps it.
         """
-        for call in self.call_each("accel_register_backends"):
-            record = self.records[call.plugin]
+        order = {name: i for i, name in enumerate(self.records)}
+        calls = sorted(self.call_each("accel_register_backends"), key=lambda c: order.get(c.plugin, len(order)))
+        for call in calls:
+            record = self.record_of(call.plugin)
             problem = (
-                f"accel_register_backends raised {type(call.error).__name__}: {call.error}"
+                f"accel_register_backends raised {_describe(call.error)}"
                 if call.error is not None
                 else self._check_specs(record, call.items)
             )
@@ -187,26 +245,58 @@ class PluginHost:
     def call_each(self, hook_name: str, **kwargs: Any) -> Iterator[HookCall]:
         """Call every plugin's implementation of ``hook_name`` on its own: the one way hooks are called.
 
-        Plugins are called in load order (entry points by name, then those registered in code),
-        so where two claim the same thing the first loaded keeps it. A hook with a ``register``
-        argument gets a fresh one per plugin, collecting into :attr:`HookCall.items`; ``kwargs``
-        are the hook's other arguments. An exception is caught into :attr:`HookCall.error` with
-        its traceback, never raised: each caller decides what it costs the plugin. A generator:
-        stopping early (an error the caller re-raises) calls no further plugin, as pluggy would.
+        Implementations are called in pluggy's own order (what ``pm.hook.<name>()`` does):
+        ``tryfirst`` ones first, ``trylast`` ones last, and within each the plugin
+        registered last first. A hook with a ``register`` argument gets a fresh one per
+        plugin, collecting into :attr:`HookCall.items`; ``kwargs`` are the hook's other
+        arguments. Anything an implementation raises (a ``BaseException`` such as
+        ``SystemExit`` included; ``KeyboardInterrupt`` excepted) is caught into
+        :attr:`HookCall.error` with its traceback, never raised: each caller decides what it
+        costs the plugin. What it prints on stdout goes to its record (:attr:`PluginRecord.output`).
+        Hook wrappers (``hookwrapper=True`` / ``wrapper=True``) wrap one pluggy call of all
+        implementations, which plugin-by-plugin calling never makes: they are refused, and
+        the refusal is recorded on their plugin (``accel info``) with a warning naming it.
+        A generator: stopping early (an error the caller re-raises) calls no further plugin.
         """
         hook = getattr(self.pm.hook, hook_name, None)
         if hook is None:
             return
-        for impl in hook.get_hookimpls():
+        for impl in reversed(hook.get_hookimpls()):  # pluggy's _multicall order
+            name = self.pm.get_name(impl.plugin) or ""
             if impl.hookwrapper or impl.wrapper:
-                continue  # wrappers wrap a call through pluggy, which plugin-by-plugin calling has not
-            call = HookCall(self.pm.get_name(impl.plugin) or "")
+                self._refuse_wrapper(name, hook_name)
+                continue
+            call = HookCall(name)
             available = {**kwargs, "register": call.items.append}
             try:
-                call.value = impl.function(*[available[arg] for arg in impl.argnames])
-            except Exception as exc:  # the caller decides: drop the plugin's part, show it, re-raise
+                with self.captured(self.records.get(name) or PluginRecord(name)):
+                    call.value = impl.function(*[available[arg] for arg in impl.argnames])
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - the caller decides: drop the plugin's part, show it, re-raise
                 call.error = exc
             yield call
+
+    def _refuse_wrapper(self, plugin: str, hook_name: str) -> None:
+        message = (
+            f"its {hook_name} is a hook wrapper, which accel does not run: accel calls each plugin's "
+            "implementation on its own (isolated), so there is no single call to wrap; implement "
+            f"{hook_name} as a plain hook (tryfirst/trylast order it)"
+        )
+        record = self.record_of(plugin)
+        if message not in record.problems:
+            self._fail(record, message, unload=False, error=None)
+
+    @contextlib.contextmanager
+    def captured(self, record: PluginRecord) -> Iterator[None]:
+        """Run plugin code with its stdout captured into ``record.output`` (stdout stays clean
+        for JSON and SARIF output)."""
+        buffer = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(buffer):
+                yield
+        finally:
+            record.output += buffer.getvalue()
 
     def record_of(self, plugin: str) -> PluginRecord:
         """The record of ``plugin`` (one registered on a manager by hand gets one on first use)."""
@@ -232,7 +322,7 @@ class PluginHost:
                     error = exc
             if error is not None:
                 what = "registered an invalid item" if isinstance(error, PluginError) else "raised"
-                message = f"{hook_name} {what}: {type(error).__name__}: {error}"
+                message = f"{hook_name} {what}: {_describe(error)}"
                 self._fail(self.record_of(call.plugin), message, unload=False, error=error)
                 continue
             collected.extend((call.plugin, item) for item in call.items)
@@ -248,15 +338,112 @@ class HookCall:
     """What the implementation returned."""
     items: list[Any] = field(default_factory=list)
     """What it passed to ``register``."""
-    error: Exception | None = None
-    """What it raised (its ``__traceback__`` says where)."""
+    error: BaseException | None = None
+    """What it raised (its ``__traceback__`` says where); never ``KeyboardInterrupt``."""
 
 
-def _discover() -> list[EntryPoint]:
-    seen: dict[str, EntryPoint] = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        seen.setdefault(ep.name, ep)  # the same distribution found twice on sys.path
-    return sorted(seen.values(), key=lambda ep: ep.name)
+def _describe(exc: BaseException | None) -> str:
+    """``Type: message`` of what plugin code raised (``SystemExit: 3``)."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _discover() -> tuple[list[EntryPoint], list[tuple[EntryPoint, EntryPoint]]]:
+    """The entry points to load, built-in ones first then by name; and each one dropped
+    because another distribution offers its name, with the one kept."""
+    kept: dict[str, EntryPoint] = {}
+    duplicates: list[tuple[EntryPoint, EntryPoint]] = []
+    found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: not _is_builtin(ep))  # stable
+    for ep in found:
+        first = kept.setdefault(ep.name, ep)
+        if first is not ep and _dist_name(first) != _dist_name(ep):  # same distribution twice on sys.path: one
+            duplicates.append((ep, first))
+    ordered = sorted(kept.values(), key=lambda ep: (not _is_builtin(ep), ep.name))
+    return ordered, duplicates
+
+
+def _builtin_entry_points() -> frozenset[tuple[str, str]]:
+    """``(name, module)`` of the built-in plugins, from the core distribution's metadata
+    (empty when it is not installed: then no plugin is preferred)."""
+    try:
+        eps = distribution(CORE_DISTRIBUTION).entry_points
+    except PackageNotFoundError:
+        return frozenset()
+    return frozenset((ep.name, ep.value) for ep in eps if ep.group == BUILTIN_GROUP)
+
+
+_builtins: frozenset[tuple[str, str]] | None = None
+
+
+def _is_builtin(ep: EntryPoint) -> bool:
+    global _builtins
+    if _builtins is None:
+        _builtins = _builtin_entry_points()
+    return (ep.name, ep.value) in _builtins
+
+
+class _ImportTooSlow(BaseException):
+    """Raised into a plugin import that outlived :data:`IMPORT_TIMEOUT_ENV` (a BaseException:
+    the plugin's own ``except Exception`` must not swallow it)."""
+
+
+def _import_timeout() -> float:
+    raw = os.environ.get(IMPORT_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_IMPORT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(
+            f"{IMPORT_TIMEOUT_ENV}={raw!r} is not a number of seconds; give one such as 10 (0: no bound), or unset it"
+        )
+    return value
+
+
+def _bounded_load(ep: EntryPoint, bound: float) -> Any:
+    """``ep.load()``, interrupted by :class:`_ImportTooSlow` after ``bound`` seconds.
+
+    The bound is a ``SIGALRM`` timer, so it holds only in the main thread and when no
+    other timer is running (elsewhere the import is unbounded); the previous handler is
+    put back. Only the plugin's own code is interrupted: while it is importing another
+    package (torch, slow on a loaded machine), the alarm waits for that import to end, as
+    a package interrupted half-way (torch's operator registrations made, its module
+    dropped) could not be imported again in this process.
+    """
+    usable = (
+        bound > 0
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+        and signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    )
+    if not usable:
+        return ep.load()
+    own = ep.module.split(".", 1)[0]
+
+    def expired(_signum: int, frame: Any) -> None:
+        if _importing(frame) == own:
+            raise _ImportTooSlow
+        signal.setitimer(signal.ITIMER_REAL, 0.2)  # inside another package's import: ask again soon
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, bound)
+    try:
+        return ep.load()
+    finally:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        finally:
+            signal.signal(signal.SIGALRM, previous)
+
+
+def _importing(frame: Any) -> str:
+    """The top-level package of the innermost module whose body ``frame`` (or a caller) runs."""
+    while frame is not None:
+        if frame.f_code.co_name == "<module>":
+            return str(frame.f_globals.get("__name__", "")).split(".", 1)[0]
+        frame = frame.f_back
+    return ""
 
 
 def _allow_list() -> list[str] | None:

@@ -99,11 +99,16 @@ def read_toml(path: Path, data: bytes | None = None) -> dict[str, Any]:
     if data is None:
         data = _read_bytes(path)
     text = decode_utf8(data, path, "TOML files must be UTF-8: re-save the file as UTF-8", ConfigError)
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark (some Windows editors write one)
     tomllib = _tomllib()
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML ({exc}); fix the file or remove its [tool.accel] table") from None
+    except RecursionError:
+        raise ConfigError(
+            f"{path}: its TOML nests arrays or tables too deeply to read; flatten the value or remove it"
+        ) from None
 
 
 def read_section_table(path: Path, header: tuple[str, ...], known: set[str]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from .api import BOUND
 from .arguments import guard
-from .errors import PLUGIN_ATTR, CapabilityError, DeviceIndexError
+from .errors import PLUGIN_ATTR, CapabilityError, DeviceIndexError, PluginError
 from .interface import Backend
 from .plugins import get_host
 from .sections import CORE, CoreSettings
@@ -100,6 +100,11 @@ def _activate(sel: Selection, settings: CoreSettings) -> None:
             raise DeviceIndexError(f"{exc} ({settings.source_of('device_index')})") from None
     for call in get_host().call_each("accel_backend_selected", backend=backend, settings=settings):
         error = call.error
+        if error is not None and not isinstance(error, Exception):  # SystemExit & co. of a plugin: its failure
+            cause = error
+            error = PluginError(f"the accel_backend_selected hook of plugin {call.plugin!r} raised {type(cause).__name__}: {cause}")
+            error.__cause__ = cause
+            setattr(error, PLUGIN_ATTR, call.plugin)
         if error is not None:
             # Propagates unchanged to library callers (as the hook documents); marked with the
             # plugin it came from so that a CLI can print one line naming it.

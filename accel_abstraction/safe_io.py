@@ -34,6 +34,7 @@ from .errors import AccelError
 
 __all__ = [
     "TEMP_SUFFIX",
+    "ChangedSinceReadError",
     "InputFileError",
     "LockTimeoutError",
     "WriteError",
@@ -44,6 +45,7 @@ __all__ = [
     "read_regular",
     "remove_stale_temps",
     "resolve_output",
+    "unchanged_since_read",
 ]
 
 #: Ending of the temporary files :func:`atomic_write` makes (``.NAME.XXXXXX.accel-tmp``).
@@ -52,6 +54,11 @@ TEMP_SUFFIX = ".accel-tmp"
 
 class WriteError(AccelError, OSError):
     """A file could not be written (full disk, no permission, ...); the destination is unchanged."""
+
+
+class ChangedSinceReadError(WriteError):
+    """The file changed on disk after the tool read it: the tool's version was not written
+    (the user's edit is kept)."""
 
 
 class InputFileError(AccelError, OSError):
@@ -89,6 +96,7 @@ def atomic_write(
     encoding: str = "utf-8",
     suffix: str = TEMP_SUFFIX,
     what: str = "",
+    expect: bytes | None = None,
 ) -> Path:
     """Replace ``path`` with ``data`` atomically: temp file in the same folder, fsync, rename.
 
@@ -100,6 +108,11 @@ def atomic_write(
     Raises :class:`WriteError` (the destination unchanged, no temporary file left) when
     the folder is missing or not writable, the disk is full, or ``path`` is a folder.
     ``what`` names the file in the message (``"--output"``, ``"the report"``).
+
+    ``expect``: the bytes the caller read from ``path`` and rewrote (``accel port --write``,
+    ``accel patches apply --in-place``). Right before the rename the file is read again; if
+    it is not those bytes any more (someone saved it meanwhile) nothing is replaced and
+    :class:`ChangedSinceReadError` says so: a tool never overwrites an edit it did not see.
     """
     dest = Path(path)
     if dest.is_symlink():
@@ -129,6 +142,8 @@ def atomic_write(
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
+        if expect is not None:
+            unchanged_since_read(dest, expect, label)
         os.replace(tmp, dest)
         tmp = ""
     except OSError as exc:
@@ -143,6 +158,20 @@ def atomic_write(
                 os.unlink(tmp)
     fsync_dir(dest.parent)
     return dest
+
+
+def unchanged_since_read(path: Path, expect: bytes, label: str = "") -> None:
+    """Raise :class:`ChangedSinceReadError` unless ``path`` still holds ``expect`` (what was read)."""
+    try:
+        now = path.read_bytes()
+    except FileNotFoundError:
+        now = None
+    if now != expect:
+        what = "was deleted" if now is None else "changed"
+        raise ChangedSinceReadError(
+            f"{label or path} {what} after it was read (saved by someone else meanwhile?); not written, "
+            "the file on disk is kept as it is now: run the command again to include it"
+        )
 
 
 def process_alive(pid: int) -> bool:

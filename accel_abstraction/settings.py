@@ -23,11 +23,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
 )
 
 from .errors import ConfigError
@@ -42,6 +43,7 @@ from .pyproject import (
 from .sections import AMP_ALIASES, CORE, DIST, SectionSpec
 
 __all__ = [
+    "BOOL_WORDS",
     "AccelSettings",
     "ConfigSection",
     "DistSettings",
@@ -53,6 +55,9 @@ __all__ = [
 
 S = TypeVar("S", bound="ConfigSection")
 
+#: The words a boolean setting takes from an environment variable (any case), and their value.
+BOOL_WORDS: dict[str, bool] = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
 
 class ConfigSection(BaseSettings):
     """Base of a configuration section. Subclasses set ``section`` and ``model_config``.
@@ -63,6 +68,24 @@ class ConfigSection(BaseSettings):
 
     section: ClassVar[str] = ""
     _provenance: dict[str, Provenance]
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _strict_types(cls, value: Any, info: ValidationInfo) -> Any:
+        """Booleans only where a boolean is meant: ``device_index = true`` is not device 1, and
+        a boolean setting takes ``true``/``false`` (TOML, keywords) or one of :data:`BOOL_WORDS`
+        (environment), not ``2`` or ``"maybe"``; pydantic's lax mode would take all of them."""
+        annotation = cls.model_fields[info.field_name or ""].annotation
+        wants_bool = annotation is bool or annotation == (bool | None)
+        if wants_bool:
+            if isinstance(value, bool) or value is None:
+                return value
+            if isinstance(value, str) and value.strip().lower() in BOOL_WORDS:
+                return BOOL_WORDS[value.strip().lower()]
+            raise ValueError(f"must be true or false (in the environment: {', '.join(BOOL_WORDS)})")
+        if isinstance(value, bool):
+            raise ValueError("a boolean (true/false) is not a value for this setting")
+        return value
 
     @classmethod
     def env_prefix(cls) -> str:
@@ -108,6 +131,8 @@ class ConfigSection(BaseSettings):
             instance = cls(**from_file, **overrides)
         except ValidationError as exc:
             raise _config_error(cls, exc, overrides, path) from None
+        except (SettingsError, RecursionError):  # a list or table variable that is not (readable) JSON
+            raise _json_variable_error(cls) from None
         instance._provenance = {
             name: _provenance_of(cls, name, overrides, table, path) for name in cls.model_fields
         }
@@ -148,6 +173,33 @@ def _provenance_of(
     if field in table and path is not None:
         return file_provenance(path, cls.table_header(), field)
     return Provenance("default", "default")
+
+
+def _json_variable_error(cls: type[ConfigSection]) -> ConfigError:
+    """The error for a list or table setting whose environment variable does not parse as JSON."""
+    import json
+
+    for name in cls.model_fields:
+        env = _env_name(cls, name)
+        raw = next((value for key, value in os.environ.items() if key.upper() == env), None)
+        if raw is None:
+            continue
+        try:
+            json.loads(raw)
+        except ValueError as exc:
+            reason = f"not JSON: {exc}"
+        except RecursionError:
+            reason = "JSON nested too deeply to read"
+        else:
+            continue
+        shown = raw if len(raw) <= 40 else raw[:37] + "..."
+        return ConfigError(
+            f"environment variable {env}={shown!r}: {reason}; write the {name!r} setting as a JSON list, "
+            f"e.g. {env}='[\"ACC104\"]', or unset it"
+        )
+    return ConfigError(
+        f"an {cls.env_prefix}* environment variable holding a list or table is not JSON; write it as JSON or unset it"
+    )
 
 
 def _config_error(

@@ -159,11 +159,12 @@ def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from .. import exits
+    from ..exits import terminate_on_sigterm
     from .compare import compare_runs
     from .pattern import MetricPattern, looks_like_pattern
     from .reference import file_sha256, load_reference, run_mismatches, settings_mismatches
     from .report import print_report, to_json, write_json
-    from .runner import run_backends, terminate_on_sigterm
+    from .runner import run_backends
 
     args, script, script_args = _split(args)
     if not Path(script).is_file():

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..safe_io import InputFileError, read_regular
-from .runner import BackendRun
+from .runner import BackendRun, record_problem
 
 __all__ = [
     "SCHEMA",
@@ -137,6 +137,8 @@ def load_reference(path: str | Path, label: str | None = None) -> Reference:
         raise _fail(path, f"is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except RecursionError:
         raise _fail(path, "is JSON nested too deeply to be a parity.json document") from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise _fail(path, f"cannot be read as JSON ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
         raise _fail(path, "is not a parity.json document (no 'runs' list)")
     version = doc.get("schema_version")
@@ -219,6 +221,9 @@ def _records_problem(records: list[dict[str, Any]]) -> str:
         for key, value in record.items():
             if key != "step" and value is not None and not _number(value):
                 return f"has {key} {_short(value)} at step {step}, not a number"
+        problem = record_problem(record)  # the metrics files' rule too: an integer too large for a float
+        if problem:
+            return problem
     return ""
 
 

@@ -21,9 +21,8 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,6 +95,8 @@ class _Follower:
         self.path = path
         self.offset = 0
         self.partial = ""
+        #: Why the file could not be read (the script replaced it by a folder, ...); ``""``: it could.
+        self.problem = ""
 
     def lines(self, final: bool = False) -> list[str]:
         try:
@@ -104,6 +105,10 @@ class _Follower:
                 chunk = fh.read()
                 self.offset = fh.tell()
         except FileNotFoundError:
+            return []
+        except OSError as exc:  # a folder or a FIFO where the file should be: said once, not raised
+            what = "a folder" if self.path.is_dir() else (exc.strerror or str(exc))
+            self.problem = self.problem or f"{self.path} could not be read ({what}; did the script replace it?)"
             return []
         lines = (self.partial + chunk).split("\n")
         self.partial = "" if final else lines.pop()  # an unfinished last line waits for the next read
@@ -116,8 +121,11 @@ def _take_json_lines(run: BackendRun, lines: Sequence[str], keep_steps: bool) ->
     for line in lines:
         try:
             record = json.loads(line)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON, or an integer of more digits than Python converts
             run.error = run.error or f"unreadable line in {run.metrics_path}: {line[:80]!r}"
+            continue
+        except RecursionError:
+            run.error = run.error or f"a line of {run.metrics_path} nests JSON too deeply to read: {line[:40]!r}..."
             continue
         if not isinstance(record, dict):
             continue
@@ -126,8 +134,38 @@ def _take_json_lines(run: BackendRun, lines: Sequence[str], keep_steps: bool) ->
         elif isinstance(record.get("settings"), dict):
             run.settings.update(record["settings"])
         elif keep_steps and "step" in record:
+            problem = record_problem(record)
+            if problem:
+                run.error = run.error or f"a record of {run.metrics_path} {problem}"
+                continue
             new.append(record)
     return new
+
+
+def record_problem(record: Mapping[str, Any]) -> str:
+    """Why one step record cannot be compared, or ``""``: its step is not a whole number
+    (``Infinity``, ``"x"``, ``true``), or a value is neither a number, text nor null, or is
+    an integer too large for a float (``log_metric(loss=10**400)``). Metrics files and
+    recorded references are judged by this one rule."""
+    step = record.get("step")
+    if not isinstance(step, int) or isinstance(step, bool):
+        return f"has step {_short(step)}, not a whole number"
+    for key, value in record.items():
+        if key == "step" or value is None or isinstance(value, (str, bool)):
+            continue
+        if not isinstance(value, (int, float)):
+            return f"has {key} {_short(value)} at step {step}, not a number"
+        if isinstance(value, int):
+            try:
+                float(value)
+            except OverflowError:
+                return f"has {key} at step {step}, an integer too large for a float"
+    return ""
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _take_output_lines(run: BackendRun, lines: Sequence[str], pattern: MetricPattern) -> list[dict[str, Any]]:
@@ -153,25 +191,6 @@ def _kill_group(proc: subprocess.Popen[Any], leftovers_only: bool = False) -> No
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-
-
-@contextlib.contextmanager
-def terminate_on_sigterm() -> Iterator[None]:
-    """Turn SIGTERM (and SIGHUP) into ``SystemExit`` while the block runs in the main thread, so
-    the runs' process groups are killed on the way out instead of left running."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum: int, _frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _tail(path: Path, lines: int = 5) -> str:
@@ -259,7 +278,11 @@ def _run_one(
     allow_missing: bool = False,
 ) -> None:
     metrics = Path(run.metrics_path)
-    metrics.unlink(missing_ok=True)  # log_metric appends
+    try:
+        metrics.unlink(missing_ok=True)  # log_metric appends
+    except OSError as exc:  # a folder left there: not ours to delete
+        run.error = f"cannot remove the previous metrics file {metrics} ({exc.strerror or exc}); remove it, then run again"
+        return
     env = {**os.environ, **run.env, METRICS_ENV: str(metrics)}
     follower = _Follower(metrics)
     output = _Follower(Path(run.log_path))
@@ -303,6 +326,8 @@ def _run_one(
             _kill_group(proc, leftovers_only=True)
     run.wall_time = time.perf_counter() - start
     run.returncode = proc.returncode
+    if not run.error and follower.problem:
+        run.error = follower.problem
     if not run.error and proc.returncode != 0:
         run.error = f"exited with code {proc.returncode}: {_tail(Path(run.log_path), 1)}"
     elif not run.error and not run.records and pattern is not None:

@@ -109,13 +109,15 @@ def _already_applied(series: Series, torch_root: Path, target: Path) -> None:
         )
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, text: str, expect: bytes | None = None) -> None:
+    """Write ``path`` whole; ``expect``: the bytes checked before, which it must still hold
+    right before the rename (a torch file changed meanwhile is not overwritten)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise PatchError(f"cannot create {path.parent}: {exc.strerror or exc}") from None
     try:
-        atomic_write(path, text)
+        atomic_write(path, text, expect=expect)
     except WriteError as exc:
         raise PatchError(str(exc)) from None
 
@@ -247,17 +249,25 @@ def _patch_torch(manifest: dict[str, Any], root: Path, target: Path) -> int:
     """
     todo = []
     for rel, hashes in manifest["files"].items():
-        current = sha256_of_file(root / rel)
+        data = _bytes_of(root / rel)
+        current = None if data is None else sha256(data)
         if current == hashes["stock_sha256"]:
-            todo.append((rel, _state_text(target, f"{PATCHED}/{rel}", hashes["patched_sha256"])))
+            todo.append((rel, _state_text(target, f"{PATCHED}/{rel}", hashes["patched_sha256"]), data))
         elif current != hashes["patched_sha256"]:
             raise PatchError(
                 f"{root / rel} is neither the stock file nor the patched one recorded in {target}; "
                 "it changed since (torch reinstalled?): run 'accel patches revert', then apply again"
             )
-    for rel, text in todo:
-        _write(root / rel, text)
+    for rel, text, data in todo:
+        _write(root / rel, text, expect=data)
     return len(todo)
+
+
+def _bytes_of(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def revert(target: Path, torch_root: Path | None = None, say: Say = _quiet) -> dict[str, Any]:
@@ -288,8 +298,9 @@ def revert(target: Path, torch_root: Path | None = None, say: Say = _quiet) -> d
                 for rel, hashes in manifest["files"].items()
             }
             for rel, text in originals.items():
-                if sha256_of_file(root / rel) != manifest["files"][rel]["stock_sha256"]:
-                    _write(root / rel, text)
+                data = _bytes_of(root / rel)
+                if data is None or sha256(data) != manifest["files"][rel]["stock_sha256"]:
+                    _write(root / rel, text, expect=data)
         foreign = foreign_files(target, manifest)
         if not foreign:
             remove(target)

@@ -13,6 +13,7 @@ is activated before the script runs, so before it imports torch. The script sees
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import runpy
 import sys
@@ -37,7 +38,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.module is None and not args.target:
         parser.error("give a script path or -m MODULE")
     try:
+        if args.module is None:
+            _check_target(None, args.target)  # a missing script is said before the overlay is looked at
         activate(args.overlay)
+        if args.module is not None:
+            _check_target(args.module, args.target)
     except PatchError as exc:
         print(f"accel-overlay: error: {exc}", file=sys.stderr)
         return 2
@@ -49,6 +54,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.path.insert(0, os.path.dirname(os.path.abspath(args.target[0])))
         runpy.run_path(args.target[0], run_name="__main__")
     return 0
+
+
+def _check_target(module: str | None, target: Sequence[str]) -> None:
+    """:class:`PatchError` unless the script (a file, or a folder with ``__main__.py``) or module exists."""
+    if module is not None:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise PatchError(f"no module named {module!r} (searched sys.path with the overlay active); check the name")
+        return
+    script = target[0]
+    if os.path.isdir(script) and os.path.isfile(os.path.join(script, "__main__.py")):
+        return
+    if not os.path.isfile(script):
+        what = "is a folder without __main__.py" if os.path.isdir(script) else "does not exist"
+        raise PatchError(f"script {script!r} {what}; give the path of a Python script, or -m MODULE")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from .. import safe_io
 from .notebooks import PORT_REFUSAL
 from .rules import Rule
-from .runner import map_files, read_source, rules_in_worker, worker_loads_rules
+from .runner import decode_source, map_files, rules_in_worker, worker_loads_rules
 
 if TYPE_CHECKING:
     from .codemod import PortResult
@@ -44,10 +44,11 @@ def unified_diff(result: PortResult) -> str:
 TEMP_SUFFIX = ".accel-port"
 
 
-def atomic_write(path: Path, text: str, encoding: str) -> None:
+def atomic_write(path: Path, text: str, encoding: str, expect: bytes | None = None) -> None:
     """Replace ``path`` (through a symlink: its target) with ``text``, atomically
-    (:func:`accel_abstraction.safe_io.atomic_write`; temporary files end in :data:`TEMP_SUFFIX`)."""
-    safe_io.atomic_write(path, text, encoding=encoding, suffix=TEMP_SUFFIX)
+    (:func:`accel_abstraction.safe_io.atomic_write`; temporary files end in :data:`TEMP_SUFFIX`),
+    unless it no longer holds ``expect``, the bytes the port was made from."""
+    safe_io.atomic_write(path, text, encoding=encoding, suffix=TEMP_SUFFIX, expect=expect)
 
 
 def _inside(path: Path, roots: Sequence[Path]) -> bool:
@@ -73,9 +74,11 @@ def link_problem(path: Path, roots: Sequence[Path]) -> str:
     return ""
 
 
-def write_in_place(path: Path, text: str, encoding: str) -> None:
+def write_in_place(path: Path, text: str, encoding: str, expect: bytes | None = None) -> None:
     """Overwrite the file at ``path`` keeping its inode (so every hard link sees the change);
-    not atomic: used only for ``--follow-links``."""
+    not atomic: used only for ``--follow-links``. Unless it no longer holds ``expect``."""
+    if expect is not None:
+        safe_io.unchanged_since_read(path.resolve(), expect, str(path))
     try:
         with open(path.resolve(), "r+b") as fh:
             fh.write(text.encode(encoding))
@@ -128,7 +131,10 @@ def port_file(path: Path, options: PortOptions = PortOptions()) -> PortResult:
     if path.suffix == ".ipynb":
         return PortResult(str(path), "", "", error=f"{path}: {PORT_REFUSAL}")
     try:
-        source, encoding = read_source(path)
+        if not path.is_file():
+            raise OSError(f"{path} is not a regular file")
+        data = path.read_bytes()  # what is compared again right before the write
+        source, encoding = decode_source(data)
     except (OSError, UnicodeDecodeError, SyntaxError) as exc:
         return PortResult(str(path), "", "", error=f"{path}: cannot read: {exc}")
     # Keep the file's own newlines: read_source decodes bytes, so "\r\n" survives as is.
@@ -141,10 +147,10 @@ def port_file(path: Path, options: PortOptions = PortOptions()) -> PortResult:
                 if problem and not options.follow_links:
                     result.error = f"{path}: not written: {problem}; pass --follow-links to write it"
                 elif problem.startswith("one of"):
-                    write_in_place(path, result.output, encoding)
+                    write_in_place(path, result.output, encoding, expect=data)
                     result.written = True
                 else:
-                    atomic_write(path, result.output, encoding)
+                    atomic_write(path, result.output, encoding, expect=data)
                     result.written = True
         except safe_io.WriteError as exc:
             result.error = f"{path}: {exc}"

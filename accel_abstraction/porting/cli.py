@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+from ..exits import terminate_on_sigterm
 from ..safe_io import atomic_write, dir_lock
 from ..settings import find_pyproject
 from . import cli_options, report
@@ -151,7 +152,7 @@ def run_scan(args: argparse.Namespace) -> int:
         atomic_write(args.output, text, what="--output")
     else:
         sys.stdout.write(text)
-    errors = [r.error for r in results if r.error]
+    errors = [r.error for r in results if r.error] + [note for r in results for note in r.notes]
     for error in errors:
         print(f"accel scan: {error}", file=sys.stderr)
     counts = report.summary(results)
@@ -174,7 +175,9 @@ def run_port(args: argparse.Namespace) -> int:
     if not write:
         return _port(args, files, PortOptions(selection, rules=rules))
     roots = sorted({(p if p.is_dir() else p.parent).resolve() for p in args.paths})
+    stopped = "accel port --write: stopped by {signal}; each file is either ported or unchanged, run it again to finish"
     with contextlib.ExitStack() as locks:
+        locks.enter_context(terminate_on_sigterm(stopped))
         for root in roots:  # sorted: two runs take overlapping locks in one order
             locks.enter_context(dir_lock(root, "accel port --write"))
         return _port(args, files, PortOptions(selection, True, roots, args.follow_links, rules))

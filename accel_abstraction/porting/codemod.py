@@ -29,6 +29,7 @@ from .cst_edit import Unapplied
 from .findings import Finding
 from .fixes import Fix
 from .imports import add_accel_import, drop_dead_imports
+from .newlines import as_lf, has_lone_cr, restore_endings
 from .rules import Rule
 from .scanner import TOO_DEEP, scan_source
 
@@ -163,6 +164,12 @@ def port_source(
     is the original text.
     """
     try:
+        if has_lone_cr(source):  # CR-only or mixed endings: ported as LF, each line's ending put back
+            result = _port(as_lf(source), path, enabled, max_rounds, rules)
+            changed = result.changed and result.error is None
+            result.output = restore_endings(source, result.output) if changed else source
+            result.source = source
+            return result
         return _port(source, path, enabled, max_rounds, rules)
     except RecursionError:
         return PortResult(path, source, source, error=f"{path}: {TOO_DEEP}")
@@ -175,6 +182,9 @@ def _port(
     result = PortResult(path, source, source)
     if scanned.error is not None:
         result.error = scanned.error
+        return result
+    if scanned.notes:  # a plugin rule could not look at the whole file: a port without it is not whole
+        result.error = "; ".join(scanned.notes) + "; file left unchanged"
         return result
     if any(f.fix is not None for f in scanned.findings):
         clash = _accel_name_clash(source)

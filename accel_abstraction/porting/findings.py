@@ -46,3 +46,5 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     error: str | None = None
     skipped: bool = False  # the cheap pre-check showed the file cannot contain coupling
+    #: Scanned, but not by every rule: one line per plugin rule disabled here (its matcher raised).
+    notes: list[str] = field(default_factory=list)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -25,12 +26,23 @@ PORT_REFUSAL = (
 )
 
 
+#: A line break in a cell: LF, CRLF or a lone CR (all end a line for the parser).
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def code_cells(path: Path) -> list[tuple[int, str]]:
     """``(cell number, Python source)`` of each code cell; ``ValueError`` if not a notebook."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"not a Jupyter notebook (invalid JSON at line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise ValueError("not a Jupyter notebook (its JSON nests too deeply to read)") from None
     cells = data.get("cells") if isinstance(data, dict) else None
     if not isinstance(cells, list):
         raise ValueError("not a Jupyter notebook (no 'cells' list); nbformat 4 is read")
@@ -39,10 +51,18 @@ def code_cells(path: Path) -> list[tuple[int, str]]:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
-        text = "".join(source) if isinstance(source, list) else str(source)
+        if isinstance(source, list) and all(isinstance(part, str) for part in source):
+            text = "".join(source)
+        elif isinstance(source, str):
+            text = source
+        else:
+            raise ValueError(
+                f"not a valid Jupyter notebook (cell {number}: 'source' is {type(source).__name__} "
+                f"{_short(source)}, not text or a list of text)"
+            )
         if text.lstrip().startswith("%%"):
             continue
-        lines = ["" if line.lstrip().startswith(("%", "!", "?")) else line for line in text.split("\n")]
+        lines = ["" if line.lstrip().startswith(("%", "!", "?")) else line for line in _LINE_BREAK.split(text)]
         out.append((number, "\n".join(lines) + "\n"))
     return out
 

@@ -37,6 +37,10 @@ BARE_DEVICE = re.compile(
 )
 
 
+#: A line break as Python's tokenizer sees one: CRLF, LF or a lone CR.
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
 def might_couple(source: str, extra: Iterable[str] = ()) -> bool:
     """Can ``source`` contain anything a rule reports?
 
@@ -67,8 +71,9 @@ def hot_lines(source: str, needles: Iterable[str], pattern: re.Pattern[str] | No
     positions.sort()
     lines: list[int] = []
     line, previous = 1, 0
+    counted = "\r" not in source  # CR-only or mixed endings: a lone CR ends a line, as for the parser
     for pos in positions:
-        line += source.count("\n", previous, pos)
+        line += source.count("\n", previous, pos) if counted else len(_LINE_BREAK.findall(source, previous, pos))
         previous = pos
         if not lines or lines[-1] != line:
             lines.append(line)

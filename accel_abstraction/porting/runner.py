@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
+import signal
 import sys
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -15,7 +17,7 @@ from ..errors import PluginError
 from .findings import FileResult
 from .notebooks import scan_notebook
 from .rules import BUILTIN_RULES, RULES_BY_CODE, Rule
-from .scanner import scan_source
+from .scanner import RULE_PLUGINS, scan_source
 
 #: Above this many files the scan runs in a process pool.
 PARALLEL_THRESHOLD = 64
@@ -65,6 +67,7 @@ def load_rules() -> tuple[Rule, ...]:
 
     pairs = host.collect("accel_scan_rules", check)
     pairs.sort(key=lambda pair: pair[0] != builtin.BUILTIN_PLUGIN_NAME)  # stable: built-ins first
+    RULE_PLUGINS.update((rule.code, plugin) for plugin, rule in pairs if plugin != builtin.BUILTIN_PLUGIN_NAME)
     return tuple(rule for _, rule in pairs)
 
 
@@ -110,7 +113,11 @@ def read_source(path: Path) -> tuple[str, str]:
     """
     if not path.is_file():
         raise OSError(f"{path} is not a regular file")
-    data = path.read_bytes()
+    return decode_source(path.read_bytes())
+
+
+def decode_source(data: bytes) -> tuple[str, str]:
+    """:func:`read_source` of bytes already read."""
     lines = iter(data.splitlines(keepends=True))
     encoding, _ = tokenize.detect_encoding(lambda: next(lines, b""))
     if encoding == "utf-8-sig":
@@ -211,12 +218,16 @@ def map_files(
     try:
         if workers > 1 and len(files) > PARALLEL_THRESHOLD:
             chunk = max(1, min(64, len(files) // (workers * 8)))
-            initializer, initargs = worker_init
-            with ProcessPoolExecutor(max_workers=workers, initializer=initializer, initargs=initargs) as pool:
+            pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=worker_init)
+            try:
                 for result in pool.map(parallel, files, chunksize=chunk):
                     if bar:
                         bar.advance()
                     yield result
+            except BaseException:  # SIGTERM (SystemExit), Ctrl-C, a closed pipe: stop the workers now
+                _stop_workers(pool)
+                raise
+            pool.shutdown()
         else:
             for path in files:
                 result = serial(path)
@@ -226,6 +237,25 @@ def map_files(
     finally:
         if bar:
             bar.close()
+
+
+def _start_worker(initializer: Callable[..., None], initargs: tuple[object, ...]) -> None:
+    """A pool worker's set-up: SIGTERM ends it at once (the parent's SIGTERM handler, inherited
+    by fork, would hand the worker's ``SystemExit`` back as a result and go on), then ``initializer``."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    initializer(*initargs)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """End a pool whose caller is going away: no further file is started, running workers are
+    terminated (a file being written is either whole or untouched: writes are renames)."""
+    processes = list(getattr(pool, "_processes", {}).values())  # the pool has no public handle
+    for process in processes:
+        with contextlib.suppress(OSError, AttributeError):
+            process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.join(timeout=5)
 
 
 def want_progress(choice: bool | None, count: int) -> bool:

@@ -72,11 +72,22 @@ def _own_returns(func: ast.AST) -> Iterator[ast.Return]:
 
 
 
+#: Plugin of each plugin rule, by code (set by :func:`~.runner.load_rules`): named when its matcher raises.
+RULE_PLUGINS: dict[str, str] = {}
+
+
 class Scan(ApiChecks):
     """One pass over one module's tree: the node handlers."""
 
+    #: Codes of plugin rules whose matcher raised in this file: not asked again here.
+    disabled: set[str]
+    #: One line per rule disabled in this file, naming plugin and rule.
+    notes: list[str]
+
     # ---- traversal
     def run(self) -> list[Finding]:
+        self.disabled = set()
+        self.notes = []
         handlers: dict[type, Callable[[ast.AST], bool]] = {
             ast.Call: self.visit_call,  # type: ignore[dict-item]
             ast.Attribute: self.visit_attribute,  # type: ignore[dict-item]
@@ -197,8 +208,23 @@ class Scan(ApiChecks):
         return True
 
     def plugin_match(self, rule: Rule, node: ast.AST) -> None:
+        """Ask a plugin rule's matcher about ``node``; one that raises is disabled for this file
+        (one note names plugin, rule and line) and the scan goes on."""
         assert rule.matcher is not None
-        found = rule.matcher(node, self)
+        if rule.code in self.disabled:
+            return
+        try:
+            found = rule.matcher(node, self)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a plugin's bug costs its rule in this file, not the scan
+            self.disabled.add(rule.code)
+            plugin = RULE_PLUGINS.get(rule.code, "unknown")
+            self.notes.append(
+                f"{self.path}:{getattr(node, 'lineno', 1)}: rule {rule.code} of plugin {plugin!r} raised "
+                f"{type(exc).__name__}: {exc}; the rule is disabled for this file (report it to the plugin's authors)"
+            )
+            return
         if isinstance(found, Match):
             suggestion = rule.suggestion if found.fix is not None else rule.suggestion or "no portable equivalent"
             self.report(node, rule.code, found.detail or None, found.fix, rule=rule, suggestion=suggestion)
@@ -390,11 +416,12 @@ def scan_source(
         return FileResult(path, error=f"{where}: cannot parse: {getattr(exc, 'msg', exc)}")
     except (RecursionError, MemoryError):
         return FileResult(path, error=f"{path}: {TOO_DEEP}")
+    scan = Scan(source, path, tree, matching)
     try:
-        findings = Scan(source, path, tree, matching).run()
+        findings = scan.run()
     except RecursionError:
         return FileResult(path, error=f"{path}: {TOO_DEEP}")
     if chosen is not BUILTIN_RULES:
         wanted = {r.code for r in chosen}
         findings = [f for f in findings if f.code in wanted]
-    return FileResult(path, reported(findings, source, enabled))
+    return FileResult(path, reported(findings, source, enabled), notes=scan.notes)

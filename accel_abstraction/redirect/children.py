@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -36,7 +37,8 @@ BOOTSTRAP = str(Path(__file__).resolve().parent / "bootstrap")
 def propagate(backend: str, allow_missing: bool) -> Iterator[str]:
     """Redirect the Python children started inside the block; yield the directory of their reports."""
     _remove_stale_sites_dirs()
-    sites_dir = tempfile.mkdtemp(prefix=f"accel-run-{os.getpid()}-")
+    sites_dir = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")
+    _mark(sites_dir)
     saved = {key: os.environ.get(key) for key in (ENV, "PYTHONPATH")}
     os.environ[ENV] = json.dumps({"backend": backend, "allow_missing": allow_missing, "sites_dir": sites_dir})
     old = saved["PYTHONPATH"]
@@ -51,21 +53,56 @@ def propagate(backend: str, allow_missing: bool) -> Iterator[str]:
                 os.environ[key] = value
 
 
-def _remove_stale_sites_dirs() -> None:
-    """Delete the report folders of ``accel run`` processes that were killed (``accel-run-PID-*``
-    in the temporary folder, whose process is gone)."""
+_PREFIX = "accel-run-"
+#: In each report folder ``accel run`` makes: who made it (``{"uid": ..., "pid": ...}``). Only a
+#: folder holding it, owned by this user and naming a process that is gone, is ever deleted.
+MARKER = "accel-run.owner"
+
+
+def _mark(sites_dir: str) -> None:
+    with open(os.path.join(sites_dir, MARKER), "x", encoding="utf-8") as fh:
+        json.dump({"tool": "accel run", "uid": os.getuid(), "pid": os.getpid()}, fh)
+
+
+def _made_by_a_dead_run(path: Path) -> bool:
+    """Whether ``path`` is a report folder a killed ``accel run`` of this user left: a real folder
+    owned by this user, with a marker that this user owns and that names the process of the
+    folder's name, which is gone. Anything else (another user's folder, a look-alike name)
+    is not ours to delete."""
     from ..safe_io import process_alive
 
+    pid = path.name[len(_PREFIX) :].split("-", 1)[0]
+    uid = os.getuid()
+    try:
+        folder = os.lstat(path)
+        marker = os.lstat(path / MARKER)
+        if not (stat.S_ISDIR(folder.st_mode) and stat.S_ISREG(marker.st_mode)):
+            return False
+        if folder.st_uid != uid or marker.st_uid != uid or marker.st_size > 4096:
+            return False
+        owner = json.loads((path / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(owner, dict)
+        and owner.get("uid") == uid
+        and pid.isdigit()
+        and owner.get("pid") == int(pid)
+        and not process_alive(int(pid))
+    )
+
+
+def _remove_stale_sites_dirs() -> None:
+    """Delete the report folders of this user's ``accel run`` processes that were killed
+    (``accel-run-PID-*`` in the temporary folder, :func:`_made_by_a_dead_run`)."""
     base = Path(tempfile.gettempdir())
     try:
         names = os.listdir(base)
     except OSError:
         return
     for name in names:
-        pid = name[len("accel-run-") :].split("-", 1)[0] if name.startswith("accel-run-") else ""
-        path = base / name
-        if pid.isdigit() and not process_alive(int(pid)) and path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
+        if name.startswith(_PREFIX) and _made_by_a_dead_run(base / name):
+            shutil.rmtree(base / name, ignore_errors=True)
 
 
 def install_in_child() -> None:

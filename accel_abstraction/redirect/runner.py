@@ -10,6 +10,7 @@ children of the target are redirected too (:mod:`.children`), and their sites me
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.util
 import os
@@ -18,14 +19,15 @@ import shutil
 import stat
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import AccelError
 from ..op_usage import OpUsage, UsedOp, annotate, backend_op_support
 from .children import collect, merge, propagate
 from .context import redirect_cuda
-from .failure import print_script_failure
+from .failure import print_script_failure, user_frame
 from .report import as_json, ops_json, print_ops_table, print_table, write_json
 from .sites import Site
 
@@ -142,8 +144,10 @@ def run(opts: RunOptions) -> int:
     children: list[Site] = []
     processes = 0
     threads_before = set(threading.enumerate())
+    whole = _owns_process()
+    failed_late = _LateFailures(redirect, opts.traceback)
     try:
-        with propagate(backend.name, opts.allow_missing) as sites_dir:
+        with propagate(backend.name, opts.allow_missing) as sites_dir, failed_late.in_threads():
             try:
                 with usage if usage is not None else contextlib.nullcontext():
                     if opts.module:
@@ -160,9 +164,14 @@ def run(opts: RunOptions) -> int:
                 status = 1
             finally:
                 _join_threads(threads_before)
+                if whole:
+                    failed_late.run_exit_handlers()
                 children, processes = collect(sites_dir)
+            if failed_late.count and status == 0:
+                status = 1  # the script's last line ran, but its thread or exit work failed
     finally:
-        redirect.undo()
+        if not whole:  # in its own process the redirect stays for the interpreter's own end (daemon threads)
+            redirect.undo()
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:
             sys.path[0] = saved_path0
@@ -171,6 +180,75 @@ def run(opts: RunOptions) -> int:
     if error is not None:
         raise error
     return status
+
+
+def _owns_process() -> bool:
+    from ..cli import owns_process
+
+    return owns_process()
+
+
+class _LateFailures:
+    """What fails after the script's last line: its threads, ``atexit`` handlers and
+    ``weakref.finalize`` callbacks. Run under the redirect (a CUDA call there is redirected
+    like any other) and reported like the script's own failure; :attr:`count` of them makes
+    the exit status non-zero."""
+
+    def __init__(self, redirect: redirect_cuda, full: bool) -> None:
+        self.redirect = redirect
+        self.full = full
+        self.count = 0
+
+    def _report(self, exc: BaseException, where: str) -> None:
+        """One line (the script's line that raised, when known); the traceback with ``--traceback``."""
+        self.count += 1
+        if self.full:
+            print(f"accel run: {where} raised {type(exc).__name__}:", file=sys.stderr)
+            print_script_failure(exc, self.redirect, True)
+            return
+        tb, _ = user_frame(exc.__traceback__, self.redirect)
+        at = f" at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else ""
+        first = (str(exc).splitlines() or [""])[0]
+        print(
+            f"accel run: {where} raised {type(exc).__name__}{at}: {first} (accel run --traceback shows the traceback)",
+            file=sys.stderr,
+        )
+
+    @contextlib.contextmanager
+    def in_threads(self) -> Iterator[None]:
+        """While the block runs (and, in its own process, until the interpreter ends): an
+        exception ending a thread of the script is reported and counted."""
+        previous = threading.excepthook
+
+        def hook(args: threading.ExceptHookArgs) -> None:
+            if args.exc_type is SystemExit or args.exc_value is None:
+                return
+            self._report(args.exc_value, f"thread {args.thread.name if args.thread else '?'!r}")
+
+        threading.excepthook = hook
+        try:
+            yield
+        finally:
+            if not _owns_process():
+                threading.excepthook = previous
+
+    def run_exit_handlers(self) -> None:
+        """Run the interpreter's exit work now, while the redirect holds: the ``atexit`` handlers
+        (``weakref.finalize`` callbacks among them), as the interpreter would, last registered
+        first; each one that raises is reported and counted."""
+        previous = sys.unraisablehook
+
+        def hook(unraisable: Any) -> None:
+            if unraisable.exc_value is None or isinstance(unraisable.exc_value, SystemExit):
+                previous(unraisable)
+                return
+            self._report(unraisable.exc_value, f"exit handler {getattr(unraisable.object, '__qualname__', unraisable.object)!r}")
+
+        sys.unraisablehook = hook
+        try:
+            atexit._run_exitfuncs()
+        finally:
+            sys.unraisablehook = previous
 
 
 def _join_threads(before: set[threading.Thread]) -> None:

@@ -63,8 +63,9 @@ def run_test(args: argparse.Namespace) -> int:
 
 
 def _run(backends: list[str], args: argparse.Namespace, out: Path) -> int:
+    from ..exits import terminate_on_sigterm
     from ..parity.compare import compare_runs
-    from ..parity.runner import run_backends, terminate_on_sigterm
+    from ..parity.runner import run_backends
     from . import SCRIPT
 
     with terminate_on_sigterm():

@@ -110,3 +110,87 @@ def test_every_library_error_is_an_accel_error() -> None:
     assert issubclass(EmulatorError, AccelError) and issubclass(EmulatorError, RuntimeError)
     with pytest.raises(accel.AccelError):
         raise limit("torch.neuron.graphs", "Use eager mode.")
+
+
+# ---------------------------------------------------------------- issue 38: strict types, BOM, deep values
+
+
+@pytest.mark.parametrize("value", ["true", "false"])
+def test_a_boolean_is_not_a_device_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(f'[tool.accel]\nbackend = "cpu"\ndevice_index = {value}\n')
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        accel.use("cpu")
+    msg = str(info.value)
+    assert f"{tmp_path / 'pyproject.toml'}:3 [tool.accel] device_index" in msg
+    assert "a boolean (true/false) is not a value for this setting" in msg
+
+
+def test_a_whole_number_device_index_still_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.accel]\nbackend = "cpu"\ndevice_index = 0\n')
+    monkeypatch.chdir(tmp_path)
+    assert AccelSettings.load().device_index == 0
+
+
+BOOLEANS = {"1": True, "TRUE": True, "yes": True, "on": True, "0": False, "False": False, "no": False, "off": False}
+
+
+@pytest.mark.parametrize(("word", "expected"), BOOLEANS.items())
+def test_boolean_settings_take_the_documented_words(monkeypatch: pytest.MonkeyPatch, word: str, expected: bool) -> None:
+    from accel_neuron.settings import NEURON
+
+    monkeypatch.setenv("ACCEL_NEURON_EMULATE", word)
+    assert NEURON.model_class.load(search=False).emulate is expected
+
+
+@pytest.mark.parametrize("word", ["2", "t", "y", "maybe", "1.0", ""])
+def test_boolean_settings_refuse_other_words(monkeypatch: pytest.MonkeyPatch, word: str) -> None:
+    from accel_neuron.settings import NEURON
+
+    monkeypatch.setenv("ACCEL_NEURON_EMULATE", word)
+    with pytest.raises(ConfigError, match="environment variable ACCEL_NEURON_EMULATE: invalid value .* must be true or false"):
+        NEURON.model_class.load(search=False)
+
+
+def test_a_number_is_not_a_boolean_in_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from accel_neuron.settings import NEURON
+
+    (tmp_path / "pyproject.toml").write_text("[tool.accel.neuron]\nemulate = 1\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"pyproject.toml:2 \[tool.accel.neuron\] emulate: invalid value 1"):
+        NEURON.model_class.load()
+
+
+def test_a_utf8_bom_is_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "pyproject.toml").write_bytes(b'\xef\xbb\xbf[tool.accel]\nbackend = "cpu"\ndevice_index = 0\n')
+    monkeypatch.chdir(tmp_path)
+    settings = AccelSettings.load()
+    assert settings.backend == "cpu" and settings.device_index == 0
+    assert str(settings.source_of("device_index")) == f"{tmp_path / 'pyproject.toml'}:3 [tool.accel] device_index"
+    assert accel.device().type == "cpu"
+
+
+def test_a_deep_array_in_tool_accel_is_one_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.accel]\nbackend = " + "[" * 50000 + "]" * 50000 + "\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match="nests arrays or tables too deeply to read"):
+        accel.device()
+    assert main(["scan", "."]) == 2
+    assert "nests arrays or tables too deeply" in _one_line_error(capsys)
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [('["ACC104"', "not JSON"), ("[" * 30000 + "]" * 30000, "JSON nested too deeply to read"), ("ACC104", "not JSON")],
+)
+def test_scan_ignore_variable_that_is_not_json_is_one_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], value: str, reason: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text("import torch\n")
+    monkeypatch.setenv("ACCEL_SCAN_IGNORE", value)
+    assert main(["scan", "a.py"]) == 2
+    err = _one_line_error(capsys)
+    assert err.startswith("accel: error: environment variable ACCEL_SCAN_IGNORE=") and reason in err

@@ -324,20 +324,39 @@ def test_series_line_that_is_not_a_file_name_is_one_error(
     assert "is not a patch file name" in err
 
 
-def test_report_folders_of_killed_runs_are_removed_by_the_next_run(tmp_path: Path) -> None:
-    import tempfile
+def test_report_folders_of_killed_runs_are_removed_by_the_next_run_and_only_those(tmp_path: Path) -> None:
+    import json
 
+    from accel_abstraction.redirect.children import MARKER
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, timeout=60)
-    stale = Path(tempfile.mkdtemp(prefix=f"accel-run-{dead.stdout.strip()}-"))
-    (stale / "1234.json").write_text("[]")
-    live = Path(tempfile.mkdtemp(prefix=f"accel-run-{os.getpid()}-"))  # a run still going
-    try:
-        (tmp_path / "train.py").write_text("")
-        done = _python(["-m", "accel_abstraction", "run", "--report", "none", "train.py"], tmp_path, {"ACCEL_BACKEND": "cpu"})
-        assert done.returncode == 0, done.stderr
-        assert not stale.exists() and live.is_dir()
-    finally:
-        import shutil
+    pid = int(dead.stdout)
 
-        shutil.rmtree(stale, ignore_errors=True)
-        shutil.rmtree(live, ignore_errors=True)
+    def folder(name: str, owner: dict[str, int] | None) -> Path:
+        path = temp / name
+        path.mkdir()
+        (path / "1234.json").write_text("[]")
+        if owner is not None:
+            (path / MARKER).write_text(json.dumps(owner))
+        return path
+
+    uid = os.getuid()
+    stale = folder(f"accel-run-{pid}-abc", {"uid": uid, "pid": pid})
+    # not made by accel run (no marker), a marker naming another process or user, a run still going
+    kept = [
+        folder(f"accel-run-{pid}-nomarker", None),
+        folder(f"accel-run-{pid}-otherpid", {"uid": uid, "pid": pid + 1}),
+        folder(f"accel-run-{pid}-otheruser", {"uid": uid + 1, "pid": pid}),
+        folder(f"accel-run-{os.getpid()}-live", {"uid": uid, "pid": os.getpid()}),
+    ]
+    (temp / f"accel-run-{pid}-file").write_text("a user's file")
+    (tmp_path / "train.py").write_text("")
+    env = {"ACCEL_BACKEND": "cpu", "TMPDIR": str(temp)}
+    done = _python(["-m", "accel_abstraction", "run", "--report", "none", "train.py"], tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    assert not stale.exists()
+    assert all((path / "1234.json").is_file() for path in kept)
+    assert (temp / f"accel-run-{pid}-file").read_text() == "a user's file"
+    assert sorted(p.name for p in temp.iterdir()) == sorted([p.name for p in kept] + [f"accel-run-{pid}-file"])

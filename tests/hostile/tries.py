@@ -15,7 +15,19 @@ The classes of tries (``--list`` names them all):
   ``faults.py``), then the state is checked, then the command a user would run next
   (run again, or ``accel patches revert``) must leave a whole result and no debris;
 * ``enospc``: the disk is full at every creating operation: one error, nothing half-written;
-* ``crafted``: FIFOs, malformed recordings, manifests and series, hostile environment values.
+* ``crafted``: FIFOs, malformed recordings, manifests and series, hostile environment values;
+* ``plugin``: third-party plugins (real entry points on ``PYTHONPATH``) that exit, raise a
+  ``BaseException``, print, claim a built-in name, share an entry-point name, raise in a scan
+  rule, ship a broken command, or sleep at import: the host stays up, names the plugin, and
+  its machine-readable output stays valid JSON;
+* ``source``: CR-only and mixed line endings, malformed and deep notebooks, a file saved while
+  ``accel port --write`` runs, SIGTERM during a port of 300 files;
+* ``config``: ``device_index = true``, a UTF-8 BOM, deep TOML arrays, ``ACCEL_SCAN_IGNORE``
+  truncated or deep;
+* ``run``: CUDA in ``atexit`` handlers, finalizers and daemon threads under ``accel run``,
+  another user's ``accel-run-*`` folder, a missing script for ``patching.run``;
+* ``metrics``: deep, infinite, non-numeric and huge values in a script's metrics, a metrics
+  file replaced by a folder, ``ACCEL_METRICS_FILE`` on ``/dev/full`` or a folder.
 
 ::
 
@@ -785,12 +797,400 @@ def _link_tries() -> Iterator[Try]:
     yield Try("crafted:port-concurrent", "crafted", two_ports)
 
 
+# ----------------------------------------------------------------------------- plugins (issue 38)
+
+
+PLUGIN_BACKEND = """
+from accel_abstraction import hookimpl
+from accel_abstraction.features import Availability
+from accel_abstraction.interface import Backend
+from accel_abstraction.registry import BackendSpec
+
+class Mine(Backend):
+    name = "{name}"
+    device_type = "cpu"
+
+    def availability(self):
+        return Availability.yes()
+
+@hookimpl
+def accel_register_backends(register):
+    register(BackendSpec("{name}", Mine, priority={priority}))
+"""
+
+
+def plugin_dist(site: Path, name: str, source: str, dist: str | None = None, module: str | None = None) -> Path:
+    """An installed-looking distribution with entry point ``name`` in ``site`` (put it on PYTHONPATH)."""
+    dist = dist or f"third-{name}"
+    module = module or f"{name}_plugin"
+    site.mkdir(exist_ok=True)
+    (site / f"{module}.py").write_text(source)
+    info = site / f"{dist.replace('-', '_')}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[accel_abstraction]\n{name} = {module}\n")
+    return site
+
+
+def _valid_json(v: Verdict, out: Outcome, what: str) -> object:
+    try:
+        return json.loads(out.stdout)
+    except ValueError:
+        v.add("traceback", f"{what}: stdout is not JSON: {out.stdout[:120]!r}")
+        return None
+
+
+def _plugin_status(report: object, name: str) -> str:
+    plugins = report.get("plugins", []) if isinstance(report, dict) else []
+    return next((p["status"] for p in plugins if p["name"] == name), "absent")
+
+
+def _plugin_tries() -> Iterator[Try]:
+    coupled = "import torch\nx = torch.zeros(1).cuda()\n"
+    import_faults = {
+        "sys-exit": "import sys\nsys.exit(3)\n",
+        "base-exception": "class Stop(BaseException):\n    pass\nraise Stop('no')\n",
+        "hook-exit": "from accel_abstraction import hookimpl\n@hookimpl\ndef accel_register_backends(register):\n    raise SystemExit(4)\n",
+    }
+    for shape, source in import_faults.items():
+
+        def fault(d: Path, v: Verdict, source: str = source) -> None:
+            env = {"PYTHONPATH": str(plugin_dist(d / "site", "hostile", source))}
+            out = accel(["info", "--json"], d, env)
+            v.judge(out, (0,), "accel info --json with a plugin that exits")
+            if _plugin_status(_valid_json(v, out, "accel info --json"), "hostile") != "failed":
+                v.add("traceback", "the plugin is not recorded as failed")
+            got = run(["-c", "import accel_abstraction as a; print(a.device())"], d, env)
+            v.judge(got, (0,), "accel.device() with a plugin that exits")
+            if "cpu" not in got.stdout:
+                v.add("traceback", f"accel.device() did not select cpu: {got.stdout!r}")
+
+        yield Try(f"plugin:{shape}", "plugin", fault)
+
+    def chatty(d: Path, v: Verdict) -> None:
+        source = (
+            "print('import noise')\nfrom accel_abstraction import hookimpl\n"
+            "@hookimpl\ndef accel_env_info(backend):\n    print('hook noise')\n    return []\n"
+            "@hookimpl\ndef accel_scan_rules(register):\n    print('rules noise')\n"
+        )
+        env = {"PYTHONPATH": str(plugin_dist(d / "site", "chatty", source)), "ACCEL_BACKEND": "cpu"}
+        (d / "a.py").write_text(coupled)
+        for args in (
+            ["info", "--json"],
+            ["scan", "--format", "json", "a.py"],
+            ["scan", "--format", "sarif", "a.py"],
+            ["run", "--report", "json", "a.py"],
+        ):
+            out = accel(args, d, env)
+            v.judge(out, (0,), f"accel {' '.join(args)} with a chatty plugin")
+            _valid_json(v, out, f"accel {' '.join(args)}")
+
+    def cpu_clash(d: Path, v: Verdict) -> None:
+        env = {"PYTHONPATH": str(plugin_dist(d / "site", "aaa", PLUGIN_BACKEND.format(name="cpu", priority=999)))}
+        out = accel(["info", "--json"], d, env)
+        v.judge(out, (0,), "accel info with a third-party 'cpu' backend")
+        report = _valid_json(v, out, "accel info --json")
+        if _plugin_status(report, "cpu") != "loaded" or _plugin_status(report, "aaa") != "failed":
+            v.add("traceback", "the built-in cpu plugin did not win the name clash")
+
+    def twin(d: Path, v: Verdict) -> None:
+        site = plugin_dist(d / "site", "twin", PLUGIN_BACKEND.format(name="twina", priority=-1), dist="dist-one")
+        plugin_dist(site, "twin", PLUGIN_BACKEND.format(name="twinb", priority=-1), dist="dist-two", module="twin2_plugin")
+        out = accel(["info", "--json"], d, {"PYTHONPATH": str(site)})
+        v.judge(out, (0,), "accel info with two distributions of one entry-point name")
+        report = _valid_json(v, out, "accel info --json")
+        plugins = report.get("plugins", []) if isinstance(report, dict) else []
+        if not any("is also offered by" in p.get("error", "") for p in plugins):
+            v.add("traceback", "the dropped duplicate entry point is not reported")
+
+    def raising_rule(d: Path, v: Verdict) -> None:
+        source = (
+            "from accel_abstraction import hookimpl\nfrom accel_abstraction.porting.rules import Rule\n"
+            "def boom(node, scan):\n    raise SystemExit('rule bug')\n"
+            "@hookimpl\ndef accel_scan_rules(register):\n    register(Rule('BAD001', 'manual', 'buggy', matcher=boom))\n"
+        )
+        env = {"PYTHONPATH": str(plugin_dist(d / "site", "buggy", source))}
+        (d / "a.py").write_text(coupled)
+        (d / "b.py").write_text(coupled)
+        out = accel(["scan", "a.py", "b.py"], d, env)
+        v.judge(out, (1,), "accel scan with a raising plugin rule")
+        if out.stdout.count("ACC111") != 2:
+            v.add("traceback", f"the scan did not go on: {out.stdout[:200]!r}")
+        if len([line for line in out.stderr.splitlines() if "rule BAD001 of plugin 'buggy'" in line]) != 2:
+            v.add("traceback", f"wanted one line per file naming plugin and rule: {out.stderr[-300:]!r}")
+        out = accel(["port", "--write", "a.py"], d, env)
+        v.judge(out, (1,), "accel port with a raising plugin rule")
+        v.one_error_line(out, "port with a raising rule", "rule BAD001 of plugin 'buggy'")
+
+    def broken_command(d: Path, v: Verdict) -> None:
+        source = (
+            "from accel_abstraction import hookimpl\nfrom accel_abstraction.commands import CommandSpec\n"
+            "@hookimpl\ndef accel_register_commands(register):\n    register(CommandSpec('profile', 'x', 'no_such_mod_xyz'))\n"
+        )
+        env = {"PYTHONPATH": str(plugin_dist(d / "site", "cmds", source))}
+        out = accel(["profile", "--now"], d, env)
+        v.judge(out, (2,), "a broken plugin command")
+        v.one_error_line(out, "a broken plugin command", "is broken")
+        v.judge(accel(["info", "--json"], d, env), (0,), "accel info next to a broken plugin command")
+
+    def slow_import(d: Path, v: Verdict) -> None:
+        env = {"PYTHONPATH": str(plugin_dist(d / "site", "sleepy", "import time\ntime.sleep(3600)\n")), "ACCEL_PLUGIN_IMPORT_TIMEOUT": "2"}
+        (d / "a.py").write_text(coupled)
+        out = accel(["scan", "a.py"], d, env, timeout=30)
+        v.judge(out, (0,), "accel scan next to a plugin that sleeps at import")
+        if "'sleepy'" not in out.stderr or "took longer than 2 s" not in out.stderr:
+            v.add("traceback", f"the slow plugin is not named: {out.stderr[-300:]!r}")
+
+    yield Try("plugin:chatty-json-outputs", "plugin", chatty)
+    yield Try("plugin:cpu-name-clash", "plugin", cpu_clash)
+    yield Try("plugin:duplicate-entry-point", "plugin", twin)
+    yield Try("plugin:raising-scan-rule", "plugin", raising_rule)
+    yield Try("plugin:broken-command", "plugin", broken_command)
+    yield Try("plugin:slow-import", "plugin", slow_import)
+
+
+# ----------------------------------------------------------------------------- sources (issue 38)
+
+
+def _source_tries(world: World) -> Iterator[Try]:
+    for name, newline in (("cr-only", "\r"), ("mixed", "mixed")):
+
+        def endings(d: Path, v: Verdict, newline: str = newline) -> None:
+            lf = port_tree(d / "lf")
+            other = d / "other"
+            other.mkdir()
+            for path in lf.glob("*.py"):
+                lines = path.read_text().splitlines(keepends=True)
+                ends = ["\r"] * len(lines) if newline == "\r" else ["\r", "\r\n", "\n"] * len(lines)
+                (other / path.name).write_bytes("".join(ln.replace("\n", e) for ln, e in zip(lines, ends, strict=False)).encode())
+            want = accel(["scan", "lf"], d)
+            got = accel(["scan", "other"], d)
+            v.judge(got, (0,), f"accel scan of {newline!r} files")
+            if got.stdout.replace("other/", "lf/") != want.stdout or not want.stdout:
+                v.add("lost", f"{newline!r} files scan differently from LF: {got.stdout[:160]!r}")
+            out = accel(["port", "--write", "other"], d)
+            v.judge(out, (0,), f"accel port --write of {newline!r} files")
+            for path in other.glob("*.py"):
+                data = path.read_bytes()
+                if data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") != world.ported()[path.name]:
+                    v.add("lost", f"{path.name}: not ported like its LF twin")
+
+        yield Try(f"source:endings-{name}", "source", endings)
+
+    notebooks = {
+        "source-ints": json.dumps({"cells": [{"cell_type": "code", "source": [1, 2]}]}),
+        "deep": '{"cells": ' + "[" * 100000 + "]" * 100000 + "}",
+    }
+    for shape, text in notebooks.items():
+
+        def notebook(d: Path, v: Verdict, text: str = text) -> None:
+            tree = port_tree(d / "src")
+            (tree / "bad.ipynb").write_text(text)
+            out = accel(["scan", str(tree)], d)
+            v.judge(out, (1,), "accel scan over a malformed notebook")
+            v.one_error_line(out, "a malformed notebook", "bad.ipynb")
+            if out.stdout.count("ACC") < len(PORT_FILES):
+                v.add("lost", "the good files next to the notebook were not reported")
+
+        yield Try(f"source:notebook-{shape}", "source", notebook)
+
+    def saved_during_port(d: Path, v: Verdict) -> None:
+        tree = port_tree(d / "src")
+        edit = PORT_FILES["m1.py"] + "y = 'saved by the user during the port'\n"
+        saver = (
+            "from pathlib import Path\nfrom accel_abstraction import hookimpl\n"
+            "from accel_abstraction.porting.rules import Rule\ndone = []\n"
+            "def save(node, scan):\n"
+            f"    if not done and scan.path.endswith('m1.py'):\n        done.append(1)\n"
+            f"        Path(scan.path).write_text({edit!r})\n"
+            "@hookimpl\ndef accel_scan_rules(register):\n    register(Rule('SAVE001', 'manual', 'saves', matcher=save))\n"
+        )
+        env = {"PYTHONPATH": str(plugin_dist(d / "site", "saver", saver))}
+        out = accel(["port", "--write", str(tree)], d, env)
+        v.judge(out, (1,), "accel port --write while a file is saved")
+        v.one_error_line(out, "a file saved during the port", "changed after it was read")
+        if (tree / "m1.py").read_text() != edit:
+            v.add("lost", "the user's saved edit was overwritten by the port")
+
+    def sigterm(d: Path, v: Verdict) -> None:
+        tree = d / "src"
+        tree.mkdir()
+        for i in range(300):
+            (tree / f"n{i:03d}.py").write_text(PORT_FILES["m0.py"])
+        full = {k: val for k, val in os.environ.items() if not k.startswith("ACCEL_")}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "accel_abstraction", "port", "--write", str(tree)],
+            cwd=d, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline and all("torch.cuda" in p.read_text() for p in tree.glob("*.py")):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            v.add("hang", "accel port --write did not stop within 20 s of SIGTERM")
+            return
+        if TRACEBACK in err or "stopped by SIGTERM" not in err:
+            v.add("traceback", f"SIGTERM: {err[-300:]!r}")
+        again = accel(["port", "--write", str(tree)], d)
+        v.judge(again, (0,), "accel port --write after SIGTERM")
+        if any(p.read_bytes() != world.ported()["m0.py"] for p in tree.glob("*.py")) or debris(tree):
+            v.add("lost", f"the rerun did not finish the port (debris {debris(tree)[:3]})")
+
+    yield Try("source:saved-during-port", "source", saved_during_port)
+    yield Try("source:sigterm-port-300", "source", sigterm)
+
+
+# ----------------------------------------------------------------------------- config (issue 38)
+
+
+def _config_tries() -> Iterator[Try]:
+    shapes = {
+        "device-index-true": (b'[tool.accel]\nbackend = "cpu"\ndevice_index = true\n', {}, "device_index"),
+        "deep-array": (b"[tool.accel]\nbackend = " + b"[" * 50000 + b"]" * 50000 + b"\n", {}, "too deeply"),
+        "scan-ignore-truncated": (b"[project]\nname = 'x'\n", {"ACCEL_SCAN_IGNORE": '["ACC104"'}, "ACCEL_SCAN_IGNORE"),
+        "scan-ignore-deep": (b"[project]\nname = 'x'\n", {"ACCEL_SCAN_IGNORE": "[" * 30000 + "]" * 30000}, "ACCEL_SCAN_IGNORE"),
+    }
+    for shape, (text, env, needle) in shapes.items():
+
+        def bad(
+            d: Path, v: Verdict, text: bytes = text, env: dict[str, str] = env, needle: str = needle, shape: str = shape
+        ) -> None:
+            (d / "pyproject.toml").write_bytes(text)
+            (d / "a.py").write_text("import torch\n")
+            # scan: no torch, so the neuron plugin's torch autoload does not warn about the file first
+            command = ["run", "--report", "none", "a.py"] if needle == "device_index" else ["scan", "a.py"]
+            out = accel(command, d, env)
+            v.judge(out, (2,), f"accel {command[0]} with {shape}")
+            v.one_error_line(out, shape, needle)
+
+        yield Try(f"config:{shape}", "config", bad)
+
+    def bom(d: Path, v: Verdict) -> None:
+        (d / "pyproject.toml").write_bytes(b'\xef\xbb\xbf[tool.accel]\nbackend = "cpu"\n')
+        out = accel(["info", "--json"], d)
+        v.judge(out, (0,), "accel info with a BOM in pyproject.toml")
+        report = _valid_json(v, out, "accel info --json")
+        selected = report.get("selected") if isinstance(report, dict) else None
+        if not selected or "pyproject.toml" not in str(selected.get("source")):
+            v.add("traceback", f"the BOM file's backend was not used: {selected!r}")
+
+    yield Try("config:utf8-bom", "config", bom)
+
+
+# ----------------------------------------------------------------------------- accel run (issue 38)
+
+
+def _run_tries() -> Iterator[Try]:
+    late = {
+        "atexit": "atexit.register(lambda: print('late', torch.zeros(1).cuda().device))\n",
+        "finalize": "class B:\n    pass\nb = B()\nweakref.finalize(b, lambda: print('late', torch.zeros(1).cuda().device))\n",
+        # the thread yields between calls: one busy in torch while the interpreter finalizes can
+        # abort in torch's C++ ("terminate called without an active exception"), accel or not
+        "daemon": "def spin():\n    while True:\n        torch.zeros(1).cuda()\n        time.sleep(0.001)\n"
+        "threading.Thread(target=spin, daemon=True).start()\ntime.sleep(0.3)\nprint('late cpu')\n",
+    }
+    for shape, body in late.items():
+
+        def after_last_line(d: Path, v: Verdict, body: str = body) -> None:
+            (d / "train.py").write_text("import atexit, threading, time, weakref\nimport torch\n" + body)
+            out = accel(["run", "--report", "none", "train.py"], d, {"ACCEL_BACKEND": "cpu"})
+            v.judge(out, (0,), "CUDA after the script's last line under accel run")
+            if "late cpu" not in out.stdout or "not compiled" in out.stderr:
+                v.add("traceback", f"the redirect was undone too early: {out.stderr[-300:]!r}")
+
+        yield Try(f"run:{shape}-redirected", "run", after_last_line)
+
+    def failing_exit_handler(d: Path, v: Verdict) -> None:
+        (d / "train.py").write_text("import atexit, torch\ndef bad():\n    torch.zeros(1).cuda()\n    raise RuntimeError('late')\natexit.register(bad)\n")
+        out = accel(["run", "--report", "none", "train.py"], d, {"ACCEL_BACKEND": "cpu"})
+        v.judge(out, (1,), "a failing atexit handler under accel run")
+        if "accel run: exit handler" not in out.stderr:
+            v.add("traceback", f"the failing exit handler is not named: {out.stderr[-300:]!r}")
+
+    def other_users_folder(d: Path, v: Verdict) -> None:
+        temp = d / "tmp"
+        temp.mkdir()
+        dead = run(["-c", "import os; print(os.getpid())"], d).stdout.strip()
+        theirs = temp / f"accel-run-{dead}-theirs"
+        theirs.mkdir()
+        (theirs / "1.json").write_text("[]")
+        (d / "train.py").write_text("")
+        out = accel(["run", "--report", "none", "train.py"], d, {"ACCEL_BACKEND": "cpu", "TMPDIR": str(temp)})
+        v.judge(out, (0,), "accel run next to an unmarked accel-run-* folder")
+        if not (theirs / "1.json").is_file():
+            v.add("outside", "accel run deleted a folder it did not make")
+
+    def overlay_missing_script(d: Path, v: Verdict) -> None:
+        out = run(["-m", "accel_abstraction.patching.run", "--overlay", str(d), "nope.py"], d)
+        v.judge(out, (2,), "patching.run with a missing script")
+        v.one_error_line(out, "patching.run with a missing script", "nope.py")
+
+    yield Try("run:failing-exit-handler", "run", failing_exit_handler)
+    yield Try("run:other-users-temp-folder", "run", other_users_folder)
+    yield Try("run:overlay-missing-script", "run", overlay_missing_script)
+
+
+# ----------------------------------------------------------------------------- metrics (issue 38)
+
+
+def _metrics_tries() -> Iterator[Try]:
+    lines = {
+        "deep-json": "'{\"step\": ' + '[' * 100000 + ']' * 100000 + '}'",
+        "infinity-step": "'{\"step\": Infinity, \"loss\": 1}'",
+        "x-step": "'{\"step\": \"x\", \"loss\": 1}'",
+        "huge-int": "'{\"step\": 0, \"loss\": ' + '9' * 400 + '}'",
+    }
+    for shape, line in lines.items():
+
+        def bad_line(d: Path, v: Verdict, line: str = line) -> None:
+            (d / "train.py").write_text(
+                "import os\nopen(os.environ['ACCEL_METRICS_FILE'], 'a').write(" + line + " + '\\n')\n"
+            )
+            out = accel(["parity", "train.py", "--backends", "cpu", "--no-progress", "--no-plot"], d)
+            v.judge(out, (1, 2), "accel parity on a hostile metrics line")
+
+        yield Try(f"metrics:{shape}", "metrics", bad_line)
+
+    def replaced_by_folder(d: Path, v: Verdict) -> None:
+        (d / "train.py").write_text(
+            "import os\nimport accel_abstraction as accel\naccel.log_metric(step=0, loss=1.0)\n"
+            "p = os.environ['ACCEL_METRICS_FILE']\nos.remove(p)\nos.mkdir(p)\n"
+        )
+        out = accel(["parity", "train.py", "--backends", "cpu", "--no-progress", "--no-plot"], d)
+        v.judge(out, (1, 2), "accel parity whose metrics file became a folder")
+
+    def huge_log_metric(d: Path, v: Verdict) -> None:
+        (d / "train.py").write_text("import accel_abstraction as accel\naccel.log_metric(step=0, loss=10**400)\n")
+        out = accel(["parity", "train.py", "--backends", "cpu", "--no-progress", "--no-plot"], d)
+        v.judge(out, (1, 2), "accel parity of log_metric(loss=10**400)")
+
+    for where in ("/dev/full", "folder"):
+
+        def unwritable(d: Path, v: Verdict, where: str = where) -> None:
+            target = where if where == "/dev/full" else str(d)
+            (d / "train.py").write_text("import accel_abstraction as accel\naccel.log_metric(step=0, loss=1.0)\n")
+            out = accel(["run", "--report", "none", "train.py"], d, {"ACCEL_BACKEND": "cpu", "ACCEL_METRICS_FILE": target})
+            v.judge(out, (2,), f"log_metric with ACCEL_METRICS_FILE={where}")
+            v.one_error_line(out, f"ACCEL_METRICS_FILE={where}", "ACCEL_METRICS_FILE")
+
+        yield Try(f"metrics:log-metric-{where.strip('/').replace('/', '-')}", "metrics", unwritable)
+    yield Try("metrics:replaced-by-folder", "metrics", replaced_by_folder)
+    yield Try("metrics:log-metric-huge-int", "metrics", huge_log_metric)
+
+
 # ----------------------------------------------------------------------------- driver
 
 
-def all_tries(world: World, points: int, fast: bool = False) -> list[Try]:
-    faults = [*fault_tries(world, points, "kill", fast), *fault_tries(world, points, "enospc", fast)]
-    return [*faults, *crafted_tries(world)]
+def all_tries(world: World, points: int, fast: bool = False, faults_too: bool = True) -> list[Try]:
+    """Every try (``faults_too=False``: not the kill and enospc classes, whose counting runs
+    each writing command once)."""
+    faults = [*fault_tries(world, points, "kill", fast), *fault_tries(world, points, "enospc", fast)] if faults_too else []
+    issue38 = [*_plugin_tries(), *_source_tries(world), *_config_tries(), *_run_tries(), *_metrics_tries()]
+    return [*faults, *crafted_tries(world), *issue38]
 
 
 def sample(tries: list[Try], n: int, seed: int) -> list[Try]:
@@ -849,7 +1249,8 @@ def main(argv: list[str] | None = None) -> int:
     base = Path(tempfile.mkdtemp(prefix="accel-hostile-"))
     try:
         world = World(base)
-        tries = all_tries(world, args.points, args.fast)
+        faults_too = not args.only or args.only.startswith(tuple(FAULTS_JUDGED))
+        tries = all_tries(world, args.points, args.fast, faults_too)
         if args.only:
             tries = [t for t in tries if t.name.startswith(args.only)]
         if args.sample:
