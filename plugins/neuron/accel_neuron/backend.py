@@ -129,7 +129,7 @@ class NeuronBackend(Backend):
             from .emulated_dist import register_emulated_process_group
 
             ns = self.neuron_settings
-            emulator.install(ns.emulate_devices, source=str(ns.source_of("emulate_devices")))
+            emulator.install(ns.emulate_devices, source=str(ns.source_of("emulate_devices")), rng_mode=ns.emulate_rng)
             register_emulated_process_group()
         else:
             import torch_neuronx  # noqa: F401

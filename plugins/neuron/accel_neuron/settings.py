@@ -8,6 +8,11 @@ and visible NeuronCores.
 shows (``neuron:0`` .. ``neuron:N-1``, default 2); a Trainium instance has 2 to 128 logical
 NeuronCores.
 
+``emulate_rng = "cpu"`` (``ACCEL_NEURON_EMULATE_RNG=cpu``): random ops on the emulated device draw
+from the CPU default generator exactly as the same op on the CPU would (a script with dropout is
+bitwise against its CPU run; for CI). Default ``"device"``: each device has its own generator,
+as on real hardware. Fixed when the emulator installs (first use of the device).
+
 ``keep_tied_parameters = false`` (``ACCEL_NEURON_KEEP_TIED_PARAMETERS=0``) leaves
 ``torch.nn.Module._apply`` as torch ships it (e.g. when torch is patched instead).
 
@@ -18,7 +23,7 @@ pydantic import when nothing is set; when something is, the validating model
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from accel_abstraction.sections import Setting, declare
 
@@ -37,6 +42,12 @@ NEURON = declare(
         "emulate": Setting(bool, False, "Run the neuron device as a CPU emulation (CI, laptops)."),
         "emulate_devices": Setting(
             int, 2, "How many emulated devices (neuron:0 .. neuron:N-1) the emulation shows.", {"ge": 1, "le": 128}
+        ),
+        "emulate_rng": Setting(
+            Literal["device", "cpu"],
+            "device",
+            "Where random ops on the emulated device draw from: 'device' (its own generators, as real "
+            "hardware) or 'cpu' (the CPU default generator, exactly as the CPU op: bitwise against a CPU run).",
         ),
         "keep_tied_parameters": Setting(
             bool,

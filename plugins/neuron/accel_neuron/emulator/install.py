@@ -40,12 +40,14 @@ def _current_owner() -> str:
     return torch._C._get_privateuse1_backend_name()
 
 
-def install(devices: int | None = None, source: str = "") -> None:
+def install(devices: int | None = None, source: str = "", rng_mode: str | None = None) -> None:
     """Install the CPU emulation of the `neuron` device in this process.
 
     ``devices`` is how many devices (``neuron:0`` .. ``neuron:devices-1``) it shows; by
     default ``ACCEL_NEURON_EMULATE_DEVICES`` / ``[tool.accel.neuron] emulate_devices``
     (default 2). ``source`` says where an explicit count came from, for error messages.
+    ``rng_mode``: ``"device"`` or ``"cpu"`` (:mod:`.rng`); by default ``ACCEL_NEURON_EMULATE_RNG`` /
+    ``[tool.accel.neuron] emulate_rng`` (default ``"device"``).
 
     Idempotent. Irreversible for the process. Raises :class:`EmulatorError`
     if another backend already owns PrivateUse1 under another name, if a
@@ -94,7 +96,13 @@ def install(devices: int | None = None, source: str = "") -> None:
             source = str(settings.source_of("emulate_devices"))
         elif devices < 1:
             raise EmulatorError(f"the neuron emulator needs at least one device, got devices={devices}")
-        from . import registration
+        if rng_mode is None:
+            from ..settings import NEURON
+
+            rng_mode = NEURON.load().emulate_rng
+        from . import registration, rng
+
+        rng.configure(rng_mode)
 
         registration.register(devices, source or f"install(devices={devices})")
         _self_test()
