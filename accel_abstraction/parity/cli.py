@@ -215,7 +215,6 @@ def run(args: argparse.Namespace) -> int:
     pattern = MetricPattern.parse(args.metric) if looks_like_pattern(args.metric) else None
     metric = pattern.compared if pattern is not None else args.metric
     backends = _backends(args.backends)
-    _check_something_compared(args, backends)
     out: Path = args.out
     _check_folder(out, "--out")
     _check_record(args.record)
@@ -225,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.reference_run is not None and args.reference is None:
         raise ConfigError("--reference-run needs --reference FILE")
+    _check_something_compared(args, backends)
     reference = load_reference(args.reference, args.reference_run) if args.reference is not None else None
     context = {
         "script_sha256": file_sha256(script),

@@ -3,7 +3,7 @@
 :func:`first_difference` walks the reference run's module outputs and gradients in execution
 order (:mod:`.fingerprint`) and returns the first whose counterpart in the other run differs
 (shape, dtype; then, bitwise, the exact hash, or with a tolerance, a statistic beyond
-``atol + rtol * |reference|``), with the first differing op recorded inside that module.
+``atol + rtol * max|reference tensor|``), with the first differing op recorded inside that module.
 :func:`read_entries` reads a fingerprints file.
 """
 
@@ -46,7 +46,8 @@ class Finding:
         call = f" (call {self.call + 1})" if self.call else ""
         text = f"step {self.step}: first difference in module {self.module} ({self.module_type}){call}, {where}: {self.what}"
         if self.op is not None:
-            text += f"; first differing op inside it: {self.op} (op #{self.op_seq}: {self.op_what})"
+            same = self.op_what == self.what
+            text += f"; first differing op inside it: {self.op} (op #{self.op_seq}{'' if same else ': ' + self.op_what})"
         elif self.kind == "module":
             text += "; no op inside it differs on its own (its inputs already differed?)"
         return text
@@ -72,12 +73,12 @@ def _key(entry: Entry) -> tuple[Any, ...]:
     return (entry.get("pos"), entry.get("kind"), entry.get("module"), entry.get("call"), entry.get("out"), entry.get("seq"))
 
 
-def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
+def _close(a: Any, b: Any, rtol: float, atol: float, scale: float) -> bool:
     if a is None or b is None:
         return a is b
     if not (math.isfinite(a) and math.isfinite(b)):
         return a == b
-    return abs(a - b) <= atol + rtol * abs(a)
+    return abs(a - b) <= atol + rtol * scale
 
 
 def entry_difference(ref: Entry, other: Entry | None, rtol: float = 0.0, atol: float = 0.0) -> str:
@@ -91,7 +92,11 @@ def entry_difference(ref: Entry, other: Entry | None, rtol: float = 0.0, atol: f
             return f"{field} {other.get(field)} vs reference {ref.get(field)}"
     if ref.get("hash") == other.get("hash"):
         return ""
-    stats = [f"{s} {other.get(s)!r} vs {ref.get(s)!r}" for s in STATS if not _close(ref.get(s), other.get(s), rtol, atol)]
+    # the tolerance is relative to the tensor's magnitude (a mean near 0 is no smaller a tensor)
+    scale = max(abs(ref.get("min") or 0.0), abs(ref.get("max") or 0.0))
+    stats = [
+        f"{s} {other.get(s)!r} vs {ref.get(s)!r}" for s in STATS if not _close(ref.get(s), other.get(s), rtol, atol, scale)
+    ]
     if ref.get("nonfinite") != other.get("nonfinite"):
         stats.insert(0, f"{other.get('nonfinite')} non-finite values vs {ref.get('nonfinite')}")
     if rtol == 0 and atol == 0:
