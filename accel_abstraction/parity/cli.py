@@ -201,12 +201,12 @@ def run(args: argparse.Namespace) -> int:
     from .compare import compare_runs
     from .ensemble import compare_ensembles
     from .locating import locate_all
-    from .seeding import DERIVATION as SEED_DERIVATION
-    from .seeding import ENV_VAR as SEED_ENV
     from .pattern import MetricPattern, looks_like_pattern
     from .reference import file_sha256, load_reference, run_mismatches, settings_mismatches
     from .report import print_report, to_json, write_json
     from .runner import run_backends, terminate_on_sigterm
+    from .seeding import DERIVATION as SEED_DERIVATION
+    from .seeding import ENV_VAR as SEED_ENV
 
     args, script, script_args = _split(args)
     if not Path(script).is_file():

@@ -144,9 +144,8 @@ class Recorder:
     def post(self, module: Any, _args: Any, output: Any) -> None:
         if not self.active or not self.stack:
             return
-        from torch.utils._pytree import tree_leaves
-
         import torch
+        from torch.utils._pytree import tree_leaves
 
         name = self.stack.pop()
         if not self.stack and self.mode is not None:
@@ -170,9 +169,8 @@ class Recorder:
         return hook
 
     def op(self, func: Any, out: Any) -> None:
-        from torch.utils._pytree import tree_leaves
-
         import torch
+        from torch.utils._pytree import tree_leaves
 
         module = self.stack[-1]
         key = (module, self.calls.get(module, 0))

@@ -61,7 +61,7 @@ def locate_all(
     allow_missing: bool = False,
 ) -> list[dict[str, Any]]:
     """One entry per backend that did not pass: ``{label, reference, step, finding, note}``."""
-    first = {}
+    first: dict[str, BackendRun] = {}
     for run in runs:
         first.setdefault(run.group, run)  # run 0 of each backend (runs come seed 0 first)
     ref = first[result.comparisons[0].label] if result.comparisons[0].label in first else runs[0]

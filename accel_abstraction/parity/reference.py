@@ -166,7 +166,7 @@ def load_reference(path: str | Path, label: str | None = None) -> Reference:
     raw = runs[labels.index(wanted)]
     group = str(raw.get("group") or wanted)
     members = [r for r in runs if str(r.get("group") or r.get("label")) == group] if label is None else [raw]
-    members.sort(key=lambda r: r.get("seed_index") if isinstance(r.get("seed_index"), int) else 0)
+    members.sort(key=lambda r: r["seed_index"] if isinstance(r.get("seed_index"), int) else 0)
     loaded = [_load_run(path, r, metric) for r in members]
     run = next(r for r, m in zip(loaded, members, strict=True) if m is raw)
     return Reference(path, doc, run, hashlib.sha256(data).hexdigest(), loaded)

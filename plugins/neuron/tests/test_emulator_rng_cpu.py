@@ -54,8 +54,9 @@ def test_device_draws_against_cpu_draws(run_python, monkeypatch: pytest.MonkeyPa
 
 
 def test_the_setting_is_declared_with_the_plugin_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    from accel_abstraction.errors import ConfigError
     from accel_neuron.settings import NEURON
+
+    from accel_abstraction.errors import ConfigError
 
     assert NEURON.load().emulate_rng == "device"
     monkeypatch.setenv("ACCEL_NEURON_EMULATE_RNG", "cpu")
