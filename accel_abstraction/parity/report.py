@@ -33,27 +33,30 @@ def _num(value: float | None, fmt: str) -> str:
     return format(value, fmt)
 
 
-def build_ensemble_table(result: ParityResult, runs: Sequence[BackendRun]) -> Table:
-    """``--seeds``: one row per backend, its runs' spread and the windows' tests against the reference's."""
+def _table(title: str, caption: str | None, columns: Sequence[tuple[str, str]]) -> Table:
+    """An empty report table: ``columns`` are (header, justify); only the last ("result") wraps."""
     from rich import box
     from rich.table import Table
 
-    emulated = {run.group for run in runs if any(k.endswith("_EMULATE") for k in run.env)}
-    table = Table(
-        title=(
-            f"Parity of {result.metric!r} over seeds (Welch t per window, Holm, alpha {result.alpha:g}), "
-            f"reference {result.comparisons[0].reference!r}"
-        ),
-        caption="* emulated on the CPU" if emulated else None,
-        box=box.SIMPLE_HEAVY,
-        pad_edge=False,
-    )
-    for header, justify in [
-        ("backend", "left"), ("runs", "right"), ("steps", "right"), (f"final\n{result.metric} (mean)", "right"),
-        ("noise\n(sd)", "right"), ("max\n|diff|", "right"), ("min p\n(Holm)", "right"), ("seed 0\nbitwise", "center"),
-        ("result", "left"),
-    ]:  # fmt: skip
+    table = Table(title=title, caption=caption, box=box.SIMPLE_HEAVY, pad_edge=False)
+    for header, justify in columns:
         table.add_column(header, justify=justify, no_wrap=header != "result")  # type: ignore[arg-type]
+    return table
+
+
+def build_ensemble_table(result: ParityResult, runs: Sequence[BackendRun]) -> Table:
+    """``--seeds``: one row per backend, its runs' spread and the windows' tests against the reference's."""
+    emulated = {run.group for run in runs if any(k.endswith("_EMULATE") for k in run.env)}
+    table = _table(
+        f"Parity of {result.metric!r} over seeds (Welch t per window, Holm, alpha {result.alpha:g}), "
+        f"reference {result.comparisons[0].reference!r}",
+        "* emulated on the CPU" if emulated else None,
+        [
+            ("backend", "left"), ("runs", "right"), ("steps", "right"), (f"final\n{result.metric} (mean)", "right"),
+            ("noise\n(sd)", "right"), ("max\n|diff|", "right"), ("min p\n(Holm)", "right"),
+            ("seed 0\nbitwise", "center"), ("result", "left"),
+        ],
+    )  # fmt: skip
     for c in result.comparisons:
         name = c.label + ("*" if c.label in emulated else "")
         if not c.ok:
@@ -81,9 +84,6 @@ def build_ensemble_table(result: ParityResult, runs: Sequence[BackendRun]) -> Ta
 def build_table(result: ParityResult, runs: Sequence[BackendRun]) -> Table:
     if result.mode == "statistical":
         return build_ensemble_table(result, runs)
-    from rich import box
-    from rich.table import Table
-
     tol = (
         "bitwise" if result.rtol == 0 and result.atol == 0 else f"rtol={result.rtol:g}, atol={result.atol:g}"
     )
@@ -98,18 +98,15 @@ def build_table(result: ParityResult, runs: Sequence[BackendRun]) -> Table:
             "x-machine: median step time / the recorded reference's, which was measured where and when "
             "it was recorded (another machine, load and versions): a cross-machine ratio, not a benchmark"
         )
-    table = Table(
-        title=f"Parity of {result.metric!r} per step ({tol}), reference {result.comparisons[0].reference!r}",
-        caption="\n".join(notes) or None,
-        box=box.SIMPLE_HEAVY,
-        pad_edge=False,
-    )
-    for header, justify in [
-        ("backend", "left"), ("steps", "right"), (f"final\n{result.metric}", "right"), ("bitwise", "center"),
-        ("max abs\ndiff", "right"), ("max rel\ndiff", "right"), ("first\ndiff", "right"),
-        ("median\nstep", "right"), ("x-machine\nvs ref" if cross else "vs\nref", "right"), ("result", "left"),
-    ]:  # fmt: skip
-        table.add_column(header, justify=justify, no_wrap=header != "result")  # type: ignore[arg-type]
+    table = _table(
+        f"Parity of {result.metric!r} per step ({tol}), reference {result.comparisons[0].reference!r}",
+        "\n".join(notes) or None,
+        [
+            ("backend", "left"), ("steps", "right"), (f"final\n{result.metric}", "right"), ("bitwise", "center"),
+            ("max abs\ndiff", "right"), ("max rel\ndiff", "right"), ("first\ndiff", "right"),
+            ("median\nstep", "right"), ("x-machine\nvs ref" if cross else "vs\nref", "right"), ("result", "left"),
+        ],
+    )  # fmt: skip
     for c in result.comparisons:
         name = c.label + ("*" if c.label in emulated else "")
         if not c.ok:

@@ -13,6 +13,7 @@ import numpy
 import pytest
 
 from accel_abstraction.parity import stats
+from accel_abstraction.parity.runner import BackendRun
 from accel_abstraction.parity.seeding import ENV_VAR, derive
 
 from .conftest import HERE, parity
@@ -117,3 +118,33 @@ def test_one_backend_compares_nothing_and_says_what_to_add(
     monkeypatch.setattr(runner, "available_backends", lambda: ["cpu"])  # whatever the default list holds
     assert parity(NOISY, "--seeds", "3", "--out", str(tmp_path)) == 2
     assert "the default (every backend available here) is one backend (cpu)" in capsys.readouterr().err
+
+
+def _runs(group: str, curves: list[list[float]]) -> list[BackendRun]:
+    return [
+        BackendRun(group if k == 0 else f"{group}/seed{k}", "cpu", group=group, seed_index=k,
+                   records=[{"step": i, "loss": v} for i, v in enumerate(curve)])
+        for k, curve in enumerate(curves)
+    ]  # fmt: skip
+
+
+def test_one_run_is_judged_against_a_recorded_band_and_the_table_shows_it() -> None:
+    from rich.console import Console
+
+    from accel_abstraction.parity.ensemble import compare_ensembles
+    from accel_abstraction.parity.report import print_report
+
+    rng = random.Random(0)
+    band = [[2.0 - 0.05 * i + rng.gauss(0, 0.01) for i in range(20)] for _ in range(5)]
+    inside = [2.0 - 0.05 * i + rng.gauss(0, 0.01) for i in range(20)]
+    result = compare_ensembles([*_runs("cpu (recorded)", band), *_runs("neuron", [inside])])
+    assert result.passed and result.comparisons[1].verdict == "equivalent"
+    assert result.comparisons[1].statistics["reference_runs"] == 5 and result.comparisons[1].statistics["runs"] == 1
+    outside = [v + (0.3 if i >= 10 else 0.0) for i, v in enumerate(inside)]  # parts from the band at step 10
+    result = compare_ensembles([*_runs("cpu (recorded)", band), *_runs("neuron", [outside])])
+    assert not result.passed and result.comparisons[1].first_exceeding_step == 10
+    assert compare_ensembles([*_runs("cpu", band), *_runs("neuron", [outside])], atol=0.5).passed  # below the tolerance
+    console = Console(width=200, record=True)
+    print_report(result, [*_runs("cpu (recorded)", band), *_runs("neuron", [outside])], console)
+    text = console.export_text()
+    assert "over seeds (Welch t per window, Holm, alpha 0.05)" in text and "diverged at step 10" in text
