@@ -43,6 +43,8 @@ from .seeding import ENV_VAR as SEED_ENV
 __all__ = ["BackendRun", "available_backends", "backend_env", "emulation_var", "plan_runs", "run_backends", "run_planned"]
 
 POLL_SECONDS = 0.1
+#: Variables that describe one run of a parity check: set per run, never inherited from the caller.
+_RUN_VARS = frozenset({SEED_ENV, fp.FILE_ENV, fp.STEPS_ENV, fp.STOP_ENV, fp.BOUNDARY_ENV})
 
 
 @dataclass
@@ -402,7 +404,8 @@ def _run_one(
 ) -> None:
     metrics = Path(run.metrics_path)
     metrics.unlink(missing_ok=True)  # log_metric appends
-    env = {**os.environ, **run.env, **(extra_env or {}), METRICS_ENV: str(metrics)}
+    inherited = {k: v for k, v in os.environ.items() if k not in _RUN_VARS}  # a parity run's own, never a parent's
+    env = {**inherited, **run.env, **(extra_env or {}), METRICS_ENV: str(metrics)}
     if run.fingerprints_path:
         Path(run.fingerprints_path).unlink(missing_ok=True)
         env[fp.FILE_ENV] = run.fingerprints_path
