@@ -53,6 +53,10 @@ def _fmt(value: float) -> str:
     return "nan" if math.isnan(value) else f"{value:.6g}"
 
 
+def _spread(sd: float, runs: int) -> str:
+    return "1 run" if runs == 1 else f"sd {_fmt(sd)} over {runs} runs"
+
+
 def _window_means(run: BackendRun, metric: str, windows: list[list[int]]) -> list[float]:
     values = run.series(metric)
     return [statistics.fmean(values[s] for s in w) for w in windows]
@@ -157,9 +161,9 @@ def compare_ensembles(
             if rejected and c.first_exceeding_step is None:
                 c.first_exceeding_step = c.first_diverging_step = w[0]
                 c.problems.append(
-                    f"diverged at steps {w[0]}..{w[-1]}: mean {metric} {_fmt(test.mean)} (sd {_fmt(test.sd)} over "
-                    f"{len(group.runs)} runs) vs reference {_fmt(test.mean_ref)} (sd {_fmt(test.sd_ref)} over "
-                    f"{len(ref.runs)} runs): Welch t = {test.t:.3g}, df {test.df:.3g}, p = {test.p:.3g}, "
+                    f"diverged at steps {w[0]}..{w[-1]}: mean {metric} {_fmt(test.mean)} ({_spread(test.sd, len(group.runs))}) "
+                    f"vs reference {_fmt(test.mean_ref)} ({_spread(test.sd_ref, len(ref.runs))}): "
+                    f"Welch t = {test.t:.3g}, df {test.df:.3g}, p = {test.p:.3g}, "
                     f"Holm-adjusted {p_adj:.3g} <= alpha {alpha:g} over {len(cut)} windows"
                     + (f", |diff| {abs(diff):.3g} > {bound:.3g}" if bound else "")
                 )

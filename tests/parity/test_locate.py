@@ -60,6 +60,9 @@ def test_locate_names_the_changed_gelu_live_and_from_a_recording(tmp_path: Path,
     monkeypatch.setenv("ACCEL_NEURON_EMULATE_RNG", "cpu")  # exact RNG: only the changed layer differs
     args = ["--no-plot", "--locate"]
     script = ["--", "--steps", "4", "--tanh-gelu-on", "neuron"]
+    same = tmp_path / "same"  # unchanged, with dropout: bitwise cpu vs neuron under the exact RNG
+    assert parity(DROPOUT, "--backends", "cpu,neuron", "--out", str(same), *args, "--", "--steps", "4") == 0
+    assert json.loads((same / "parity.json").read_text())["comparisons"][1]["bitwise"] is True
     out = tmp_path / "live"
     assert parity(DROPOUT, "--backends", "cpu,neuron", "--out", str(out), *args, *script) == 1
     located = json.loads((out / "parity.json").read_text())["locate"]
