@@ -122,8 +122,8 @@ def _patch_device_modules(index: int) -> None:
 
 
 class _SeedPlugin:
-    """Derives the selected backend's seeds (``accel.manual_seed``, and ``torch.cuda.manual_seed``
-    under ``--redirect``, which the redirect serves from the backend)."""
+    """Derives the selected backend's seeds (``accel.manual_seed``, and under ``--redirect`` the
+    redirected device module's seeding, which the redirect serves from the backend)."""
 
     def __init__(self, index: int) -> None:
         self.index = index
