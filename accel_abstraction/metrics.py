@@ -30,11 +30,12 @@ import errno
 import json
 import os
 import platform
+from collections.abc import Callable
 from typing import IO, Any
 
 from .errors import AccelError
 
-__all__ = ["ENV_VAR", "MetricsFileError", "close", "log_metric", "log_settings", "run_facts", "write_run_facts"]
+__all__ = ["ENV_VAR", "MetricsFileError", "add_step_listener", "close", "log_metric", "log_settings", "run_facts", "write_run_facts"]
 
 ENV_VAR = "ACCEL_METRICS_FILE"
 
@@ -44,6 +45,7 @@ class MetricsFileError(AccelError, OSError):
 
 _UNSET: Any = object()
 _sink: IO[str] | None = _UNSET
+_listeners: list[Callable[[int], None]] = []  # told each step once it is written (accel parity --locate)
 
 
 def run_facts() -> dict[str, Any]:
@@ -136,6 +138,15 @@ def log_metric(step: int, **values: Any) -> None:
     record = {"step": int(step)}
     record.update({name: _plain(name, value) for name, value in values.items()})
     _write(json.dumps(record))
+    if _listeners:
+        for listener in _listeners:
+            listener(record["step"])
+
+
+def add_step_listener(listener: Callable[[int], None]) -> None:
+    """Call ``listener(step)`` after each :func:`log_metric` record is written (``accel parity
+    --locate`` counts steps with it). A listener may raise ``SystemExit`` to end the run there."""
+    _listeners.append(listener)
 
 
 def log_settings(**settings: Any) -> None:

@@ -1,16 +1,21 @@
-"""``accel parity SCRIPT [--backends cpu,neuron] [--rtol R --atol A] [--out DIR] [-- script args]``.
+"""``accel parity SCRIPT [--backends cpu,neuron] [--rtol R --atol A] [--seeds N] [--out DIR] [-- script args]``.
 
 Runs SCRIPT once per backend (each in its own process, only ``ACCEL_BACKEND`` changed),
 compares the per-step values it logs with ``accel.log_metric`` against the first backend,
 prints a table and writes ``parity.json`` and ``parity.png`` into ``--out``.
-``--record ref.json`` also keeps the document as a recording; ``--reference ref.json``
-compares against a recorded run (another machine, another day) instead of the first backend.
-``--redirect`` runs an unported CUDA script under the runtime redirect, and ``--metric REGEX``
-reads its metrics from its output, so a script nobody edited can be compared.
+``--seeds N`` runs each backend N times with the script's seeds derived per run and judges
+the backends' distributions against the run-to-run noise (Welch t per window of steps,
+Holm-corrected: a false "diverged" at most ``--alpha`` of the time).
+``--record ref.json`` also keeps the document (the whole ensemble) as a recording;
+``--reference ref.json`` compares against a recorded run or ensemble (another machine,
+another day) instead of the first backend. ``--locate`` re-runs the first divergent step with
+every module's outputs and gradients fingerprinted and names the first module, and ATen op,
+that differs. ``--redirect`` runs an unported CUDA script under the runtime redirect, and
+``--metric REGEX`` reads its metrics from its output, so a script nobody edited can be compared.
 
-Exit status: 0 every backend matches within the tolerance; 1 a backend diverged beyond it
-(NaN/inf, missing or extra steps included); 2 a run failed (or could not start), or the
-command line was wrong.
+Exit status: 0 every backend matches within the tolerance (or is equivalent over seeds);
+1 a backend diverged (NaN/inf, missing or extra steps included); 2 a run failed (or could
+not start), the command line was wrong, or fewer than two runs would be compared.
 """
 
 from __future__ import annotations
@@ -22,7 +27,11 @@ from typing import Any
 
 from ..errors import AccelError, ConfigError
 
-__all__ = ["add_parser", "run"]
+__all__ = ["NothingToCompareError", "add_parser", "run"]
+
+
+class NothingToCompareError(ConfigError):
+    """Fewer than two runs would be compared (one backend, no ``--reference``, no ``--record``)."""
 
 EXIT_MATCH, EXIT_DIVERGED, EXIT_FAILED = 0, 1, 2
 
@@ -62,6 +71,18 @@ def _add_options(p: argparse.ArgumentParser, defaults: bool = True) -> None:
         "--allow-nonfinite",
         "accept NaN/inf where the reference has the same value at the same step (never against a finite one)",
     )
+    option(
+        "--seeds", 1, "runs per backend; run k>0 replaces every seed the script sets by one derived from "
+        "(seed, k), and the verdict is statistical (default 1: bitwise/tolerance)", type=int, metavar="N",
+    )  # fmt: skip
+    option("--alpha", 0.05, "--seeds: false-alarm rate of one comparison over all its windows (default 0.05)", type=float)
+    option("--windows", 10, "--seeds: windows of steps tested (default 10)", type=int, metavar="W")
+    option("--jobs", 1, "runs at once (default 1: step times do not compete)", type=int, metavar="J")
+    switch(
+        "--locate",
+        "when a run diverges, re-run its first divergent step with module fingerprints and name the first "
+        "module and ATen op that differ; with --record, fingerprint every step of run 0 into the recording",
+    )
     option("--out", Path("parity-out"), "output folder (default: parity-out/)", type=Path)
     option("--timeout", None, "limit for each run", type=float, metavar="SECONDS")
     switch("--no-plot", "skip the PNG (no matplotlib needed)")
@@ -73,8 +94,8 @@ def add_parser(subparsers: Any) -> None:
         "parity",
         help="run a training script on several backends and compare its per-step losses",
         description=__doc__.split("\n\n", 1)[1].split("\n\nExit")[0],
-        epilog="exit status: 0 match, 1 diverged beyond the tolerance, 2 a run failed. "
-        "Example: accel parity examples/train.py --backends cpu,neuron -- --steps 50",
+        epilog="exit status: 0 match (or equivalent over seeds), 1 diverged, 2 a run failed or nothing "
+        "was compared. Example: accel parity examples/train.py --backends cpu,neuron -- --steps 50",
     )
     _add_options(p)
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="SCRIPT [options] [-- script args]")
@@ -133,6 +154,24 @@ def _check_numbers(args: argparse.Namespace) -> None:
         raise ConfigError(
             f"--timeout must be a number of seconds > 0 (got {args.timeout:g}); leave it out for no limit"
         )
+    for name, low in (("seeds", 1), ("windows", 1), ("jobs", 1)):
+        if getattr(args, name) < low:
+            raise ConfigError(f"--{name} must be a whole number >= {low} (got {getattr(args, name)})")
+    if not (0 < args.alpha < 1):
+        raise ConfigError(f"--alpha must be between 0 and 1, e.g. 0.05 (got {args.alpha:g})")
+
+
+def _check_something_compared(args: argparse.Namespace, backends: list[str]) -> None:
+    """Fewer than two runs to compare and no --reference: not a pass (exit 2), whatever the default list."""
+    if len(backends) >= 2 or args.reference is not None or args.record is not None:
+        return
+    given = "--backends names" if args.backends is not None else "the default (every backend available here) is"
+    raise NothingToCompareError(
+        f"accel parity: {given} one backend ({backends[0]}), so nothing would be compared"
+        + (f" (its {args.seeds} seeds are only its own noise)" if args.seeds > 1 else "")
+        + f"; add a second backend (--backends {backends[0]},NAME; accel info lists what this machine can run), "
+        "a recording to compare against (--reference FILE), or --record FILE to make one"
+    )
 
 
 def _check_folder(path: Path, option: str) -> None:
@@ -161,10 +200,14 @@ def run(args: argparse.Namespace) -> int:
     from .. import exits
     from ..exits import terminate_on_sigterm
     from .compare import compare_runs
+    from .ensemble import compare_ensembles
+    from .locating import locate_all
     from .pattern import MetricPattern, looks_like_pattern
     from .reference import file_sha256, load_reference, run_mismatches, settings_mismatches
     from .report import print_report, to_json, write_json
     from .runner import run_backends
+    from .seeding import DERIVATION as SEED_DERIVATION
+    from .seeding import ENV_VAR as SEED_ENV
 
     args, script, script_args = _split(args)
     if not Path(script).is_file():
@@ -182,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.reference_run is not None and args.reference is None:
         raise ConfigError("--reference-run needs --reference FILE")
+    _check_something_compared(args, backends)
     reference = load_reference(args.reference, args.reference_run) if args.reference is not None else None
     context = {
         "script_sha256": file_sha256(script),
@@ -218,9 +262,12 @@ def run(args: argparse.Namespace) -> int:
             pattern=pattern,
             redirect=args.redirect,
             allow_missing=args.allow_missing,
+            seeds=args.seeds,
+            jobs=args.jobs,
+            fingerprint_steps="all" if args.locate and args.record is not None else None,
         )
     if reference is not None:
-        runs = [reference.run, *runs]
+        runs = [*reference.runs, *runs]
         after = run_mismatches(reference, runs)
         for line in after:
             console.print(f"[yellow]settings differ from the reference: {escape(line)}", highlight=False)
@@ -233,10 +280,24 @@ def run(args: argparse.Namespace) -> int:
             },
             "settings_mismatches": before + after,
         }
-    result = compare_runs(
-        runs, metric=metric, rtol=args.rtol, atol=args.atol, allow_nonfinite=args.allow_nonfinite
-    )
+    if args.seeds > 1 or (reference is not None and len(reference.runs) > 1):
+        result = compare_ensembles(
+            runs, metric=metric, rtol=args.rtol, atol=args.atol, alpha=args.alpha, n_windows=args.windows
+        )
+    else:
+        result = compare_runs(
+            runs, metric=metric, rtol=args.rtol, atol=args.atol, allow_nonfinite=args.allow_nonfinite
+        )
     print_report(result, runs, console)
+    context = {**context, "seeds": {"count": args.seeds, "derivation": SEED_DERIVATION, "env": SEED_ENV}}
+    if args.locate and not result.passed and not result.failed_runs:
+        located = locate_all(
+            result, runs, script, script_args, out, metric=metric, rtol=args.rtol, atol=args.atol,
+            progress=not args.no_progress, timeout=args.timeout, pattern=pattern, allow_missing=args.allow_missing,
+        )  # fmt: skip
+        for entry in located:
+            console.print(f"[bold]located {escape(entry['label'])}[/bold]: {escape(entry['note'])}", highlight=False)
+        context["locate"] = located
     document = to_json(result, runs, script, script_args, context)
     written = [str(write_json(document, out / "parity.json"))]
     if args.record is not None:

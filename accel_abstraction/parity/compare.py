@@ -50,6 +50,7 @@ class Comparison:
     verdict: str = ""  # short: "match", "diverged at step 3", "stopped early (5/8 steps)", ...
     problems: list[str] = field(default_factory=list)  # why it did not pass, with steps and values
     passed: bool = False
+    statistics: dict[str, Any] | None = None  # --seeds: the windows' tests (.ensemble), else None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -62,6 +63,8 @@ class ParityResult:
     atol: float
     comparisons: list[Comparison]
     allow_nonfinite: bool = False
+    mode: str = "per-step"  # or "statistical" (--seeds, .ensemble)
+    alpha: float | None = None  # the statistical verdict's false-alarm rate per comparison
 
     @property
     def passed(self) -> bool:

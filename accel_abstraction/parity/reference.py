@@ -18,7 +18,7 @@ import math
 import os
 import platform
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 SCHEMA = "accel-parity"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf, "nan": math.nan, "inf": math.inf, "-inf": -math.inf}  # fmt: skip
 
 
@@ -101,6 +101,10 @@ class Reference:
     document: dict[str, Any]
     run: BackendRun
     sha256: str  # of the file as read
+    runs: list[BackendRun] = field(default_factory=list)  # the recorded ensemble (seeds), ``run`` first
+
+    def __post_init__(self) -> None:
+        self.runs = self.runs or [self.run]
 
     @property
     def summary(self) -> str:
@@ -108,7 +112,8 @@ class Reference:
         device = facts.get("device_name") or self.run.backend
         when = self.document.get("created", "an unknown time")
         versions = f"torch {facts.get('torch', host.get('torch', '?'))}"
-        return f"{self.run.backend} on {device} ({versions}), recorded {when} in {self.path}"
+        seeds = f", {len(self.runs)} runs over seeds" if len(self.runs) > 1 else ""
+        return f"{self.run.backend} on {device} ({versions}{seeds}), recorded {when} in {self.path}"
 
 
 def _fail(path: Path, what: str) -> ReferenceFileError:
@@ -157,12 +162,23 @@ def load_reference(path: str | Path, label: str | None = None) -> Reference:
     wanted = label if label is not None else str(doc.get("reference", labels[0] if labels else ""))
     if wanted not in labels:
         raise _fail(path, f"has no run {wanted!r} (runs: {', '.join(labels) or 'none'})")
-    raw = runs[labels.index(wanted)]
-    if raw.get("error"):
-        raise _fail(path, f"its run {wanted!r} failed ({raw['error']}), so it is no reference")
     metric = doc.get("metric", "loss")
     if not isinstance(metric, str):
         raise _fail(path, f"its 'metric' is {_short(metric)}, not a name")
+    raw = runs[labels.index(wanted)]
+    group = str(raw.get("group") or wanted)
+    members = [r for r in runs if str(r.get("group") or r.get("label")) == group] if label is None else [raw]
+    members.sort(key=lambda r: r["seed_index"] if isinstance(r.get("seed_index"), int) else 0)
+    loaded = [_load_run(path, r, metric) for r in members]
+    run = next(r for r, m in zip(loaded, members, strict=True) if m is raw)
+    return Reference(path, doc, run, hashlib.sha256(data).hexdigest(), loaded)
+
+
+def _load_run(path: Path, raw: dict[str, Any], metric: str) -> BackendRun:
+    """One recorded run as a :class:`BackendRun` (label ``<label> (recorded)``)."""
+    wanted = str(raw.get("label"))
+    if raw.get("error"):
+        raise _fail(path, f"its run {wanted!r} failed ({raw['error']}), so it is no reference")
     if isinstance(raw.get("records"), list):
         records = [
             {k: decode_float(v) for k, v in r.items()}
@@ -189,8 +205,15 @@ def load_reference(path: str | Path, label: str | None = None) -> Reference:
     returncode = raw.get("returncode")
     if returncode is not None and (not isinstance(returncode, int) or isinstance(returncode, bool)):
         raise _fail(path, f"its run {wanted!r} has returncode {_short(returncode)}, not a whole number")
+    seed_index = raw.get("seed_index", 0)
+    if not isinstance(seed_index, int) or isinstance(seed_index, bool) or seed_index < 0:
+        raise _fail(path, f"its run {wanted!r} has seed_index {_short(seed_index)}, not a whole number >= 0")
+    fingerprints = raw.get("fingerprints") or []
+    if not isinstance(fingerprints, list) or not all(isinstance(e, dict) for e in fingerprints):
+        raise _fail(path, f"its run {wanted!r} has fingerprints that are not a list of objects")
     recorded = str(raw.get("recorded_from") or "")
-    run = BackendRun(
+    group = str(raw.get("group") or wanted)
+    return BackendRun(
         wanted if recorded else f"{wanted} (recorded)",
         str(raw.get("backend", wanted)),
         env={str(k): str(v) for k, v in tables["env"].items()},
@@ -199,8 +222,10 @@ def load_reference(path: str | Path, label: str | None = None) -> Reference:
         facts=tables["facts"],
         settings=tables["settings"],
         recorded_from=str(path),
+        group=group if recorded else f"{group} (recorded)",
+        seed_index=seed_index,
+        fingerprints=[{k: decode_float(v) for k, v in e.items()} for e in fingerprints],
     )
-    return Reference(path, doc, run, hashlib.sha256(data).hexdigest())
 
 
 #: Largest recording read (bytes); a recording of thousands of steps is a few MiB.
@@ -265,7 +290,7 @@ def run_mismatches(reference: Reference, runs: Sequence[BackendRun]) -> list[str
     metric = str(doc.get("metric", "loss"))
     ref_steps = len(ref.series(metric))
     for run in runs:
-        if not run.ok or run is ref:
+        if not run.ok or run.recorded_from:
             continue
         steps = len(run.series(metric))
         if steps != ref_steps:

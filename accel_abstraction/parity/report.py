@@ -1,6 +1,6 @@
 """Present a parity check: a rich table on the terminal and ``parity.json`` for machines.
 
-``parity.json`` follows schema ``accel-parity`` version 2 (``docs/parity.md``); it is also the
+``parity.json`` follows schema ``accel-parity`` version 3 (``docs/parity.md``); it is also the
 recording format that ``--reference`` reads back (:mod:`.reference`).
 """
 
@@ -33,10 +33,57 @@ def _num(value: float | None, fmt: str) -> str:
     return format(value, fmt)
 
 
-def build_table(result: ParityResult, runs: Sequence[BackendRun]) -> Table:
+def _table(title: str, caption: str | None, columns: Sequence[tuple[str, str]]) -> Table:
+    """An empty report table: ``columns`` are (header, justify); only the last ("result") wraps."""
     from rich import box
     from rich.table import Table
 
+    table = Table(title=title, caption=caption, box=box.SIMPLE_HEAVY, pad_edge=False)
+    for header, justify in columns:
+        table.add_column(header, justify=justify, no_wrap=header != "result")  # type: ignore[arg-type]
+    return table
+
+
+def build_ensemble_table(result: ParityResult, runs: Sequence[BackendRun]) -> Table:
+    """``--seeds``: one row per backend, its runs' spread and the windows' tests against the reference's."""
+    emulated = {run.group for run in runs if any(k.endswith("_EMULATE") for k in run.env)}
+    table = _table(
+        f"Parity of {result.metric!r} over seeds (Welch t per window, Holm, alpha {result.alpha:g}), "
+        f"reference {result.comparisons[0].reference!r}",
+        "* emulated on the CPU" if emulated else None,
+        [
+            ("backend", "left"), ("runs", "right"), ("steps", "right"), (f"final\n{result.metric} (mean)", "right"),
+            ("noise\n(sd)", "right"), ("max\n|diff|", "right"), ("min p\n(Holm)", "right"),
+            ("seed 0\nbitwise", "center"), ("result", "left"),
+        ],
+    )  # fmt: skip
+    for c in result.comparisons:
+        name = c.label + ("*" if c.label in emulated else "")
+        if not c.ok:
+            table.add_row(_escape(name), *["-"] * 7, f"[red]failed: {_escape(c.error)}")
+            continue
+        info = c.statistics or {}
+        is_ref = c.label == c.reference
+        sds = [w.get("sd_reference" if not is_ref else "sd") for w in info.get("windows", [])]
+        sds = [v for v in sds if v is not None]
+        verdict = f"[green]{_escape(c.verdict)}" if c.passed else f"[red]{_escape(c.verdict)}"
+        table.add_row(
+            _escape(name),
+            str(info.get("runs", "-")),
+            str(c.steps),
+            _num(c.final_value, ".6f"),
+            _num(max(sds), ".3g") if sds else "-",
+            "-" if is_ref else _num(c.max_abs_diff, ".3g"),
+            "-" if is_ref or "min_p_holm" not in info else _num(info["min_p_holm"], ".3g"),
+            "-" if is_ref else ("[green]yes" if c.bitwise else "[yellow]no"),
+            verdict,
+        )
+    return table
+
+
+def build_table(result: ParityResult, runs: Sequence[BackendRun]) -> Table:
+    if result.mode == "statistical":
+        return build_ensemble_table(result, runs)
     tol = (
         "bitwise" if result.rtol == 0 and result.atol == 0 else f"rtol={result.rtol:g}, atol={result.atol:g}"
     )
@@ -51,18 +98,15 @@ def build_table(result: ParityResult, runs: Sequence[BackendRun]) -> Table:
             "x-machine: median step time / the recorded reference's, which was measured where and when "
             "it was recorded (another machine, load and versions): a cross-machine ratio, not a benchmark"
         )
-    table = Table(
-        title=f"Parity of {result.metric!r} per step ({tol}), reference {result.comparisons[0].reference!r}",
-        caption="\n".join(notes) or None,
-        box=box.SIMPLE_HEAVY,
-        pad_edge=False,
-    )
-    for header, justify in [
-        ("backend", "left"), ("steps", "right"), (f"final\n{result.metric}", "right"), ("bitwise", "center"),
-        ("max abs\ndiff", "right"), ("max rel\ndiff", "right"), ("first\ndiff", "right"),
-        ("median\nstep", "right"), ("x-machine\nvs ref" if cross else "vs\nref", "right"), ("result", "left"),
-    ]:  # fmt: skip
-        table.add_column(header, justify=justify, no_wrap=header != "result")  # type: ignore[arg-type]
+    table = _table(
+        f"Parity of {result.metric!r} per step ({tol}), reference {result.comparisons[0].reference!r}",
+        "\n".join(notes) or None,
+        [
+            ("backend", "left"), ("steps", "right"), (f"final\n{result.metric}", "right"), ("bitwise", "center"),
+            ("max abs\ndiff", "right"), ("max rel\ndiff", "right"), ("first\ndiff", "right"),
+            ("median\nstep", "right"), ("x-machine\nvs ref" if cross else "vs\nref", "right"), ("result", "left"),
+        ],
+    )  # fmt: skip
     for c in result.comparisons:
         name = c.label + ("*" if c.label in emulated else "")
         if not c.ok:
@@ -104,7 +148,14 @@ def print_report(result: ParityResult, runs: Sequence[BackendRun], console: Cons
     for c in result.comparisons:
         for problem in c.problems:
             console.print(f"[red]{_escape(c.label)}[/red]: {_escape(problem)}", highlight=False)
-    if result.passed:
+    if result.passed and len(result.comparisons) < 2:
+        console.print(f"[yellow]parity: only {result.comparisons[0].reference!r} ran: nothing was compared")
+    elif result.passed and result.mode == "statistical":
+        console.print(
+            f"[green]parity: every backend is equivalent to {result.comparisons[0].reference!r} over seeds "
+            f"(no window beyond the run-to-run noise at a false-alarm rate of {result.alpha:g})"
+        )
+    elif result.passed:
         console.print(
             f"[green]parity: every backend matches {result.comparisons[0].reference!r} within tolerance"
         )
@@ -135,6 +186,9 @@ def _run_json(run: BackendRun, metric: str) -> dict[str, Any]:
         metric: [values[s] for s in steps],
         "step_time": [times.get(s) for s in steps],
         "records": run.records,
+        "group": run.group,
+        "seed_index": run.seed_index,
+        **({"fingerprints": run.fingerprints} if run.fingerprints else {}),
     }
 
 
@@ -155,6 +209,8 @@ def to_json(
         **(context or {}),
         "metric": result.metric,
         "tolerance": {"rtol": result.rtol, "atol": result.atol, "allow_nonfinite": result.allow_nonfinite},
+        "verdict_mode": result.mode,
+        "alpha": result.alpha,
         "reference": result.comparisons[0].reference,
         "host": host_facts(),
         "passed": result.passed,

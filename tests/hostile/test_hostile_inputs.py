@@ -99,7 +99,7 @@ def test_sigterm_to_parity_ends_the_script_and_its_children(tmp_path: Path) -> N
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACCEL_")}
     parity = subprocess.Popen(
-        [sys.executable, "-m", "accel_abstraction", "parity", str(script), "--backends", "cpu", "--no-plot",
+        [sys.executable, "-m", "accel_abstraction", "parity", str(script), "--backends", "cpu,cpu", "--no-plot",
          "--no-progress", "--out", str(tmp_path / "out")],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

@@ -560,7 +560,7 @@ def crafted_tries(world: World) -> Iterator[Try]:
     def catastrophic_metric(d: Path, v: Verdict) -> None:
         (d / "train.py").write_text("print('iter 1: loss ' + 'a' * 40 + '!')\n")
         regex = r"iter (?P<step>\d+): loss (?P<loss>(a+)+)$"
-        out = accel(["parity", "train.py", "--backends", "cpu", "--metric", regex, "--no-plot", "--no-progress"], d)
+        out = accel(["parity", "train.py", "--backends", "cpu", "--record", "rec.json", "--metric", regex, "--no-plot", "--no-progress"], d)
         v.judge(out, (2,), "accel parity --metric (catastrophic)")
         v.one_error_line(out, "catastrophic regex", "backtracks")
 

@@ -62,7 +62,7 @@ def test_perturbed_run_diverges_at_the_right_step(tmp_path: Path, capsys: pytest
 
 def test_failed_run_exits_2_and_is_reported(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert parity(TINY, "--backends", "cpu", "--out", str(out), "--no-plot", "--", "--fail") == 2
+    assert parity(TINY, "--backends", "cpu,cpu", "--out", str(out), "--no-plot", "--", "--fail") == 2
     report = json.loads((out / "parity.json").read_text())
     assert report["runs"][0]["returncode"] == 3
     assert "exited with code 3: tiny_script: failing on purpose" in report["runs"][0]["error"]

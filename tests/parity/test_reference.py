@@ -34,7 +34,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 def test_recording_holds_what_a_later_comparison_needs(recorded: Path) -> None:
     doc = json.loads(recorded.read_text())
-    assert (doc["schema"], doc["schema_version"]) == ("accel-parity", 2)
+    assert (doc["schema"], doc["schema_version"]) == ("accel-parity", 3)
     assert doc["script_sha256"] == hashlib.sha256(Path(TINY).read_bytes()).hexdigest()
     assert doc["host"]["torch"] == torch.__version__ and doc["host"]["cpu_count"] == os.cpu_count()
     run = doc["runs"][0]

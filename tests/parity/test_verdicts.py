@@ -80,7 +80,7 @@ def test_perturbed_value_is_named_with_step_and_both_values() -> None:
 
 def test_all_nan_script_exits_1_with_the_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
-    code = parity(TINY, "--backends", "cpu", "--out", str(out), "--no-plot", "--", "--nan-from", "0")
+    code = parity(TINY, "--backends", "cpu,cpu", "--out", str(out), "--no-plot", "--", "--nan-from", "0")
     assert code == 1
     text = capsys.readouterr().out
     assert "cpu: loss is nan at step 0 (6 non-finite step(s)): NaN/inf never match" in text
@@ -91,7 +91,7 @@ def test_all_nan_script_exits_1_with_the_step(tmp_path: Path, capsys: pytest.Cap
 
 def test_script_that_stops_early_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
-    assert parity(TINY, "--backends", "cpu", "--out", str(out), "--no-plot", "--", "--stop-after", "3") == 1
+    assert parity(TINY, "--backends", "cpu,cpu", "--out", str(out), "--no-plot", "--", "--stop-after", "3") == 1
     assert "cpu: stopped early: logged 3 of the 6 steps it declared" in capsys.readouterr().out
 
 
@@ -99,10 +99,10 @@ def test_script_that_logs_nothing_fails(tmp_path: Path) -> None:
     script = tmp_path / "silent.py"
     script.write_text("print('trained, but logged nothing')\n")
     out = tmp_path / "out"
-    assert parity(str(script), "--backends", "cpu", "--out", str(out), "--no-plot") == 2
+    assert parity(str(script), "--backends", "cpu,cpu", "--out", str(out), "--no-plot") == 2
     error = json.loads((out / "parity.json").read_text())["runs"][0]["error"]
     assert error.startswith("logged no metrics (does the script call accel.log_metric?")
-    code = parity(str(script), "--backends", "cpu", "--out", str(out), "--no-plot", "--metric", r"it (?P<step>\d+) (?P<loss>\S+)")  # fmt: skip
+    code = parity(str(script), "--backends", "cpu,cpu", "--out", str(out), "--no-plot", "--metric", r"it (?P<step>\d+) (?P<loss>\S+)")  # fmt: skip
     assert code == 2
     error = json.loads((out / "parity.json").read_text())["runs"][0]["error"]
     assert (

@@ -134,6 +134,7 @@ class NeuronBackend(Backend):
                 source=str(ns.source_of("emulate_devices")),
                 memory=ns.emulate_memory,
                 memory_source=str(ns.source_of("emulate_memory")),
+                rng_mode=ns.emulate_rng,
             )
             register_emulated_process_group()
         else:

@@ -16,6 +16,11 @@ TorchNeuron (``accel_neuron/trainium_ops.tsv``), with an error naming the operat
 (default 24 GiB, a Trainium2 logical NeuronCore's share of the chip's 96 GiB of HBM at LNC=2); an
 allocation past it raises ``torch.OutOfMemoryError``.
 
+``emulate_rng = "cpu"`` (``ACCEL_NEURON_EMULATE_RNG=cpu``): random ops on the emulated device draw
+from the CPU default generator exactly as the same op on the CPU would (a script with dropout is
+bitwise against its CPU run; for CI). Default ``"device"``: each device has its own generator,
+as on real hardware. Fixed when the emulator installs (first use of the device).
+
 ``keep_tied_parameters = false`` (``ACCEL_NEURON_KEEP_TIED_PARAMETERS=0``) leaves
 ``torch.nn.Module._apply`` as torch ships it (e.g. when torch is patched instead).
 
@@ -26,7 +31,7 @@ pydantic import when nothing is set; when something is, the validating model
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from accel_abstraction.sections import Setting, declare
 
@@ -58,6 +63,12 @@ NEURON = declare(
             "Bytes of memory of each emulated device (default 24 GiB: a Trainium2 logical NeuronCore's HBM "
             "share); an allocation past it raises torch.OutOfMemoryError.",
             {"ge": 1},
+        ),
+        "emulate_rng": Setting(
+            Literal["device", "cpu"],
+            "device",
+            "Where random ops on the emulated device draw from: 'device' (its own generators, as real "
+            "hardware) or 'cpu' (the CPU default generator, exactly as the CPU op: bitwise against a CPU run).",
         ),
         "keep_tied_parameters": Setting(
             bool,

@@ -41,7 +41,11 @@ def _current_owner() -> str:
 
 
 def install(
-    devices: int | None = None, source: str = "", memory: int | None = None, memory_source: str = ""
+    devices: int | None = None,
+    source: str = "",
+    memory: int | None = None,
+    memory_source: str = "",
+    rng_mode: str | None = None,
 ) -> None:
     """Install the CPU emulation of the `neuron` device in this process.
 
@@ -50,6 +54,8 @@ def install(
     (default 2). ``source`` says where an explicit count came from, for error messages.
     ``memory`` is each device's memory in bytes (``memory_source``: where it came from); by
     default ``ACCEL_NEURON_EMULATE_MEMORY`` / ``emulate_memory`` (24 GiB, a Trainium2 logical core).
+    ``rng_mode``: ``"device"`` or ``"cpu"`` (:mod:`.rng`); by default ``ACCEL_NEURON_EMULATE_RNG`` /
+    ``[tool.accel.neuron] emulate_rng`` (default ``"device"``).
 
     Idempotent. Irreversible for the process. Raises :class:`EmulatorError`
     if another backend already owns PrivateUse1 under another name, if a
@@ -94,7 +100,7 @@ def install(
                     "PrivateUse1 in this process; use it, or start the process with "
                     "TORCH_DEVICE_BACKEND_AUTOLOAD=0 so it is not autoloaded, to run the emulator."
                 )
-        if devices is None or memory is None:
+        if devices is None or memory is None or rng_mode is None:
             from ..settings import NEURON
 
             settings = NEURON.load()
@@ -104,12 +110,16 @@ def install(
             if memory is None:
                 memory = settings.emulate_memory
                 memory_source = str(settings.source_of("emulate_memory"))
+            if rng_mode is None:
+                rng_mode = settings.emulate_rng
         if devices < 1:
             raise EmulatorError(f"the neuron emulator needs at least one device, got devices={devices}")
         from . import memory as _memory
 
         _memory.configure(memory, memory_source or f"install(memory={memory})")
-        from . import registration
+        from . import registration, rng
+
+        rng.configure(rng_mode)
 
         registration.register(devices, source or f"install(devices={devices})")
         _self_test()

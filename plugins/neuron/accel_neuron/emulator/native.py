@@ -146,6 +146,7 @@ def load() -> bool:
         lib.accel_neuron_emulator_set_memory_capacity.argtypes = [ctypes.c_int64, ctypes.c_char_p, ctypes.c_char_p]
         lib.accel_neuron_emulator_device_used.argtypes = [ctypes.c_int]
         lib.accel_neuron_emulator_path_counts.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+        lib.accel_neuron_emulator_set_seed_mixing.argtypes = [ctypes.c_int]
         # The same library again: these entry points hold the GIL and raise Python errors.
         pylib = ctypes.PyDLL(path)
         for name in ("set_default_generators", "cpu_generator"):

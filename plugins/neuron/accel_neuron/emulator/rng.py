@@ -19,6 +19,16 @@ neuron generator that follows the same design (a CPU stream, seeds mixed alike),
 the default generator PyTorch's C++ side sees for device ``i`` wraps ``generators[i]``.
 A kernel given a neuron generator runs with the CPU generator it wraps
 (:func:`cpu_generator_of`).
+
+Exact CPU randomness (``ACCEL_NEURON_EMULATE_RNG=cpu``, ``[tool.accel.neuron] emulate_rng =
+"cpu"``; :func:`configure` before :func:`install`): every device's generator *is* the CPU
+default generator (``torch.default_generator``), seeds are not mixed (here and in the C++
+core, so ``torch.Generator(device="neuron").manual_seed(s)`` streams like a CPU generator
+seeded with ``s``), and kernels without a generator argument draw from it directly. A random
+op on the device then draws exactly the numbers the same op draws on the CPU, in the same
+order as the CPU run interleaves them with the script's own CPU draws: a script with dropout
+is bitwise against its CPU run. Not what a real device does (its generators are its own):
+for CI and for bisecting, not for judging whether training is equivalent (``accel parity --seeds``).
 """
 
 from __future__ import annotations
@@ -40,13 +50,31 @@ _DEFAULT_SEED = 67280421310721  # the default seed CUDA uses too
 #: the generator of each device, by index (grown by :func:`ensure`)
 generators: list[torch.Generator] = []
 
+#: The values of the ``emulate_rng`` setting: the device's own generators, or the CPU's.
+MODES = ("device", "cpu")
+_shared = False  # emulate_rng = "cpu": every device's generator is torch.default_generator
+
+
+def configure(mode: str) -> None:
+    """``"device"`` (default: each device has its own stream) or ``"cpu"`` (the CPU default generator's)."""
+    global _shared
+    if mode not in MODES:
+        raise ValueError(f"emulate_rng must be one of {', '.join(MODES)}, got {mode!r}")
+    _shared = mode == "cpu"
+    if _shared:
+        generators[:] = [torch.default_generator] * len(generators)
+
+
+def mode() -> str:
+    return "cpu" if _shared else "device"
+
 
 def _mix(seed: int) -> int:
-    return ((seed + _ADD) * _MUL) & _MASK
+    return seed & _MASK if _shared else ((seed + _ADD) * _MUL) & _MASK
 
 
 def _unmix(value: int) -> int:
-    return ((value * _MUL_INV) - _ADD) & _MASK
+    return value if _shared else ((value * _MUL_INV) - _ADD) & _MASK
 
 
 def ensure(count: int) -> None:
@@ -55,6 +83,9 @@ def ensure(count: int) -> None:
     With the C++ core loaded, they also become the streams of the devices' default generators.
     """
     while len(generators) < count:
+        if _shared:
+            generators.append(torch.default_generator)
+            continue
         g = torch.Generator(device="cpu")
         g.manual_seed(_mix(_DEFAULT_SEED))
         generators.append(g)
@@ -73,6 +104,11 @@ def install(count: int) -> None:
     too) when nothing seeded it.
     """
     ensure(count)
+    lib = native.library()
+    if lib is not None:
+        lib.accel_neuron_emulator_set_seed_mixing(0 if _shared else 1)
+    if _shared:
+        return  # the CPU generator is seeded already; seeding it again would restart its stream
     queued = torch.initial_seed()
     for index in range(count):
         manual_seed(queued, index)
@@ -126,6 +162,9 @@ def swapped_in(index: int = 0) -> Iterator[None]:
     """Run the body with device `index`'s state in the CPU default generator, then swap back."""
     cpu = torch.default_generator
     gen = generators[index]
+    if gen is cpu:  # emulate_rng = "cpu": the op draws from the CPU stream itself
+        yield
+        return
     saved = cpu.get_state()
     cpu.set_state(gen.get_state())
     try:

@@ -32,6 +32,7 @@
 
 #include <Python.h>
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <unordered_set>
@@ -58,13 +59,16 @@ uint64_t inverse_of(uint64_t a) {  // modular inverse of an odd number, mod 2**6
   return x;
 }
 
+// Off under emulate_rng = "cpu" (rng.py): neuron generators then seed like CPU generators.
+std::atomic<bool> mixing{true};
+
 uint64_t mix(uint64_t seed) {
-  return (seed + kAdd) * kMul;
+  return mixing.load(std::memory_order_relaxed) ? (seed + kAdd) * kMul : seed;
 }
 
 uint64_t unmix(uint64_t value) {
   static const uint64_t inv = inverse_of(kMul);
-  return value * inv - kAdd;
+  return mixing.load(std::memory_order_relaxed) ? value * inv - kAdd : value;
 }
 
 c10::DeviceIndex resolve(c10::DeviceIndex index) {
@@ -236,6 +240,12 @@ at::Generator accel_neuron_emulator_default_cpu_generator(int index) {
 }
 
 extern "C" {
+
+// Seeds of neuron generators mixed (1, the default: the device's own streams) or taken as given
+// (0: emulate_rng = "cpu", a neuron generator seeded with s streams as a CPU one seeded with s).
+void accel_neuron_emulator_set_seed_mixing(int on) {
+  mixing.store(on != 0, std::memory_order_relaxed);
+}
 
 // Register the hooks (replacing the Python ones). Returns 0.
 int accel_neuron_emulator_register_hooks() {
