@@ -26,6 +26,7 @@ from .findings import FileResult, Finding
 from .fixes import Replace
 from .guards import (
     DEVICE_NAME,
+    has_keyword,
     is_cuda_string,
     last_name,
     str_value,
@@ -190,7 +191,7 @@ class Scan(ApiChecks):
                     self.report(kw.value, "ACC191", None, Replace(text="accel.capabilities().pinned_memory"))
             elif name == "backend":
                 self.backend_value(kw.value)
-            elif name == "device_ids":
+            elif name == "device_ids" or (name == "output_device" and not has_keyword(node, "device_ids")):
                 self.device_ids(node, kw.value, q)
             elif name == "fused" and isinstance(kw.value, ast.Constant) and kw.value.value is True:
                 self.report(kw.value, "ACC207", "fused=True", suggestion="fused optimizer kernels exist per device; keep fused only where the backend has them")
