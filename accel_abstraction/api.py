@@ -57,6 +57,7 @@ API: tuple[Row, ...] = (
     *_bound("is_available", "is_accelerator_available", "capabilities"),
     # devices
     *_bound("device_count", "current_device", "set_device", "device", "device_name"),
+    *_lazy("device_tests", "is_accelerator_device"),
     # execution (Stream and Event are the backend's classes where it has them)
     *_bound("synchronize", "current_stream", "stream", "Stream", "Event"),
     # memory

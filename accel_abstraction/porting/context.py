@@ -95,7 +95,6 @@ class ScanContext(DeviceChecks):
             self.hot = hot_lines(source, (*BUILTIN_PRECHECK, *extra, *names), BARE_DEVICE)
         self.plugin_names = [(r, n) for r in plugin_rules for n in r.names]
         self.plugin_matchers = [r for r in plugin_rules if r.matcher is not None]
-        self.is_cuda_parents: dict[int, ast.AST] = {}  # filled on demand by acc112, for .is_cuda only
         self.tree = tree
         # Data flow and context, computed on first need (most files never need them).
         self._string_names: frozenset[str] | None = None

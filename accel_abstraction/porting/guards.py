@@ -4,8 +4,9 @@ A *device-type test* asks whether something is CUDA: ``device.type == "cuda"``,
 ``device_type != "cuda"``, ``"cuda" in device``, ``device.startswith("cuda")``,
 ``x.device.type in ("cuda",)``.  On another accelerator such a test is false, so the
 branch it guards (``model.cuda()``, ``torch.cuda.synchronize()``) is silently skipped.
-The portable form asks "is this an accelerator" instead: ``!= "cpu"``, which keeps the
-meaning on cpu and cuda and takes the accelerator branch on any other device.
+The portable form asks whether the device is the selected accelerator instead,
+``accel.is_accelerator_device(x)``: the meaning on cpu and cuda is kept, the accelerator
+branch is taken on any other accelerator, and ``meta``/``mps``/``xpu`` are not taken for it.
 
 Which expressions are *device-ish* (the other side of such a test):
 - attributes ``.type`` / ``.device_type`` (``x.device.type``, ``self.device_type``);

@@ -38,6 +38,7 @@ from .rules.acc104_integer_device import cli_option
 from .rules.acc111_cuda_method import ToDevice
 from .rules.acc112_is_cuda import check_is_cuda
 from .rules.acc113_device_type_test import check_device_test
+from .rules.acc121_is_available import guard_what_it_guards
 from .rules.acc132_autocast_cuda import AUTOCAST, autocast_like
 from .rules.acc208_peak_flops import check_peak_flops
 from .rules.base import CallCheck
@@ -110,7 +111,7 @@ class Scan(ApiChecks):
             handler = handlers.get(type(node))
             if handler is None or handler(node):
                 stack.extend(iter_children(node))
-        return self.findings
+        return guard_what_it_guards(self.tree, self.aliases.qualname, self.span, self.findings)
 
     def push(self, *nodes: ast.AST | None) -> None:
         self.stack.extend(n for n in nodes if n is not None)

@@ -19,8 +19,8 @@ CASES = [
     ("y = x.cuda(non_blocking=True)\n", "y = x.to(accel.device(), non_blocking=True)\n"),
     ("y = x.cuda(1)\n", "y = x.to(accel.device(1))\n"),
     ("y = (x  # keep\n     .cuda())\n", "y = (x  # keep\n     .to(accel.device()))\n"),
-    ("ok = x.is_cuda and y\n", 'ok = x.device.type != "cpu" and y\n'),
-    ("ok = [x.is_cuda]\n", 'ok = [(x.device.type != "cpu")]\n'),
+    ("ok = x.is_cuda and y\n", "ok = accel.is_accelerator_device(x.device) and y\n"),
+    ("ok = [x.is_cuda]\n", "ok = [accel.is_accelerator_device(x.device)]\n"),
     ("torch.backends.cudnn.deterministic = True  # repro\n",
      "accel.set_deterministic(True) if accel.is_accelerator_available() else None  # repro\n"),
     ("with torch.autocast(device_type='cuda', dtype=torch.float16):\n    pass\n",
@@ -48,13 +48,15 @@ CASES = [
     ('name = "cuda:%d" % i\n', 'name = (accel.device_type() + ":%d") % i\n'),
     ('name = "cuda" + str(i)\n', "name = accel.device_type() + str(i)\n"),
     ('cfg = {"device": "cuda"}\n', 'cfg = {"device": accel.device_type()}\n'),
-    # device-type tests ask "an accelerator?": same answer on cpu and cuda, true on any other
-    ('if x.device.type == "cuda":\n    pass\n', 'if x.device.type != "cpu":\n    pass\n'),
-    ("if device_type != 'cuda':\n    pass\n", "if device_type == 'cpu':\n    pass\n"),
-    ("use = 'cuda' in device\n", "use = 'cpu' not in device\n"),
-    ('ok = device.startswith("cuda")\n', 'ok = not device.startswith("cpu")\n'),
-    ('ok = x.device.type in ("cuda",)\n', 'ok = x.device.type != "cpu"\n'),
-    ('ok = str(dev) == "cuda"\n', 'ok = str(dev) != "cpu"\n'),
+    # device-type tests ask "the selected accelerator?": same answer on cpu and cuda, true on
+    # any other accelerator, false for meta/mps/xpu
+    ('if x.device.type == "cuda":\n    pass\n', "if accel.is_accelerator_device(x.device.type):\n    pass\n"),
+    ("if device_type != 'cuda':\n    pass\n", "if not accel.is_accelerator_device(device_type):\n    pass\n"),
+    ("use = 'cuda' in device\n", "use = accel.is_accelerator_device(device)\n"),
+    ("use = 'cuda' not in str(x.device)\n", "use = not accel.is_accelerator_device(str(x.device))\n"),
+    ('ok = device.startswith("cuda")\n', "ok = accel.is_accelerator_device(device)\n"),
+    ('ok = x.device.type in ("cuda",)\n', "ok = accel.is_accelerator_device(x.device.type)\n"),
+    ('ok = str(dev) == "cuda"\n', "ok = accel.is_accelerator_device(str(dev))\n"),
     ('if args.dist_backend == "nccl":\n    pass\n',
      'if args.dist_backend == (accel.dist_backend() if accel.is_accelerator_available() else "nccl"):\n    pass\n'),
     ("d = torch.device(0)\n", "d = accel.device(0)\n"),
@@ -64,7 +66,7 @@ CASES = [
     ("with torch.cuda.amp.autocast(use_amp):\n    pass\n",
      "with accel.autocast(enabled=use_amp and accel.is_accelerator_available()):\n    pass\n"),
     ("é = 'ü'; device = f'cuda:{rank}'; ok = 'cuda' in device\n",
-     "é = 'ü'; device = f'{accel.device_type()}:{rank}'; ok = 'cpu' not in device\n"),
+     "é = 'ü'; device = f'{accel.device_type()}:{rank}'; ok = accel.is_accelerator_device(device)\n"),
 ]
 
 
