@@ -61,6 +61,7 @@ class _Rewriter(cst.CSTTransformer):
         self.fixes = fixes
         self.applied: set[Span] = set()
         self._spans = sorted(fixes)
+        self.statement_guards: set[int] = set()  # ids of IfExp nodes that guard a whole statement
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         """Descend only into statements that hold a fix (most of a file holds none).
@@ -84,6 +85,8 @@ class _Rewriter(cst.CSTTransformer):
         return False
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode | cst.RemovalSentinel:  # type: ignore[override]
+        if isinstance(updated_node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and self.statement_guards:
+            return self._guard_statement(updated_node)
         if not isinstance(original_node, (cst.BaseExpression, cst.Assign)):
             return updated_node
         pos = self.get_metadata(PositionProvider, original_node, None)
@@ -98,7 +101,28 @@ class _Rewriter(cst.CSTTransformer):
         except Unapplied:
             return updated_node
         self.applied.add(span)
+        if fix.guard == "bare" and (fix.otherwise or "None") == "None":
+            # a whole statement guarded with nothing to keep: an if statement, not `x if t else None`
+            value = new.value if isinstance(new, cst.Expr) else new
+            if isinstance(value, cst.IfExp):
+                self.statement_guards.add(id(value))
         return new
+
+    def _guard_statement(self, node: cst.SimpleStatementLine | cst.SimpleStatementSuite) -> cst.CSTNode:
+        """``accel.f(x) if accel.is_accelerator_available() else None`` as a statement becomes
+        ``if accel.is_accelerator_available():`` with ``accel.f(x)`` as its body (a one-line
+        ``if x: ...`` suite becomes an indented block holding that ``if``)."""
+        body = node.body
+        if len(body) != 1 or not isinstance(body[0], cst.Expr) or id(body[0].value) not in self.statement_guards:
+            return node
+        guarded = body[0].value
+        assert isinstance(guarded, cst.IfExp)
+        statement = body[0].with_changes(value=guarded.body, semicolon=cst.MaybeSentinel.DEFAULT)
+        if isinstance(node, cst.SimpleStatementSuite):
+            line = cst.SimpleStatementLine(body=[statement], trailing_whitespace=node.trailing_whitespace)
+            return cst.IndentedBlock(body=[cst.If(test=guarded.test, body=cst.IndentedBlock(body=[line]))])
+        inner = node.with_changes(body=[statement], leading_lines=[])
+        return cst.If(test=guarded.test, body=cst.IndentedBlock(body=[inner]), leading_lines=node.leading_lines)
 
 
 #: Deeper syntax trees than this are not handed to libcst (real code stays far below: ~40).

@@ -22,7 +22,7 @@ CASES = [
     ("ok = x.is_cuda and y\n", "ok = accel.is_accelerator_device(x.device) and y\n"),
     ("ok = [x.is_cuda]\n", "ok = [accel.is_accelerator_device(x.device)]\n"),
     ("torch.backends.cudnn.deterministic = True  # repro\n",
-     "accel.set_deterministic(True) if accel.is_accelerator_available() else None  # repro\n"),
+     "if accel.is_accelerator_available():\n    accel.set_deterministic(True)  # repro\n"),
     ("with torch.autocast(device_type='cuda', dtype=torch.float16):\n    pass\n",
      "with accel.autocast(dtype=torch.float16, enabled=accel.is_accelerator_available()):\n    pass\n"),
     ("s = torch.amp.GradScaler(init_scale=8.0, device='cuda')\n", "s = accel.GradScaler(init_scale=8.0)\n"),
@@ -37,7 +37,12 @@ CASES = [
     # on the cpu backend the port answers what the CUDA call answered on a machine without CUDA
     ("n = torch.cuda.device_count()\n", "n = accel.device_count() if accel.is_accelerator_available() else 0\n"),
     ("n = 2 * torch.cuda.device_count()\n", "n = 2 * (accel.device_count() if accel.is_accelerator_available() else 0)\n"),
-    ("torch.cuda.manual_seed(seed + rank)\n", "accel.manual_seed(seed + rank) if accel.is_accelerator_available() else None\n"),
+    # a guarded call standing alone becomes an if statement, not a statement-expression
+    ("torch.cuda.manual_seed(seed + rank)\n", "if accel.is_accelerator_available():\n    accel.manual_seed(seed + rank)\n"),
+    ("if ok: torch.cuda.manual_seed(1)\n", "if ok:\n    if accel.is_accelerator_available():\n        accel.manual_seed(1)\n"),
+    ("if ok:\n    # seed\n    torch.cuda.manual_seed(1)\n",
+     "if ok:\n    # seed\n    if accel.is_accelerator_available():\n        accel.manual_seed(1)\n"),
+    ("torch.cuda.manual_seed(1); x = 2\n", "accel.manual_seed(1) if accel.is_accelerator_available() else None; x = 2\n"),
     ("s = torch.cuda.amp.GradScaler(enabled=a or b)\n", "s = accel.GradScaler(enabled=(a or b) and accel.is_accelerator_available())\n"),
     ("s = torch.cuda.amp.GradScaler()\n", "s = accel.GradScaler()\n"),
     # a string stays a string: later code tests it with `in`, formats it, or stores it in a config
