@@ -4,7 +4,7 @@ The scanner decides *what* to rewrite (each :class:`Finding` carries a :class:`F
 the span of the node); this module decides *how*.  Nodes are matched by their source
 span (libcst's ``PositionProvider`` and :mod:`ast` agree on spans, parentheses
 excluded), the transformer works bottom-up so nested sites compose in one pass, and
-``import accel_abstraction as accel`` is added once, after the leading imports.
+``import accel_abstraction as accel`` is added once, where isort would put it (:mod:`.import_order`).
 
 Why one module of ~450 lines: one libcst transformer whose node handlers share the span
 index and the per-file state; the *what* (rules, replacements) lives in :mod:`.mapping`.
@@ -28,6 +28,7 @@ except ModuleNotFoundError as _exc:
 from .cst_edit import Unapplied
 from .findings import Finding
 from .fixes import Fix
+from .import_order import style_for
 from .imports import add_accel_import, drop_dead_imports
 from .rules import Rule
 from .scanner import TOO_DEEP, scan_source
@@ -217,6 +218,7 @@ def _port(
             result.error = f"{path}: {TOO_DEEP}"
             return result
         used_before = _used_names(tree)
+    style = style_for(path)
     for _ in range(max_rounds):
         todo = [f for f in findings if f.fix is not None]
         if not todo:
@@ -232,7 +234,7 @@ def _port(
         if not done:
             break
         applied.extend(done)
-        new_module = add_accel_import(new_module)
+        new_module = add_accel_import(new_module, style)
         text = new_module.code
         problem = _parses(text)
         if problem is not None:

@@ -8,6 +8,8 @@ from accel_abstraction.porting import port_source
 
 H = "import os\nimport torch\n"
 A = "import accel_abstraction as accel\n"
+#: ``H`` once ported: the accel import where isort puts it, before ``import torch``.
+HA = "import os\nimport accel_abstraction as accel\nimport torch\n"
 
 CASES = [
     ('x = torch.zeros(2, device="cuda")\n', 'x = torch.zeros(2, device=accel.device())\n'),
@@ -79,20 +81,49 @@ CASES = [
 def test_rewrite(before: str, after: str) -> None:
     result = port_source(H + before)
     assert result.error is None
-    assert result.output == H + A + after
+    assert result.output == HA + after
 
 
-def test_import_goes_after_docstring_future_and_leading_imports() -> None:
-    source = '"""Doc."""\nfrom __future__ import annotations\n\nimport os\nimport torch\n\nx = y.cuda()\n'
+def test_import_goes_where_isort_puts_it() -> None:
+    source = '"""Doc."""\nfrom __future__ import annotations\n\nimport os\n\nimport torch\n\nx = y.cuda()\n'
     assert port_source(source).output == (
-        '"""Doc."""\nfrom __future__ import annotations\n\nimport os\nimport torch\n'
-        + A + "\nx = y.to(accel.device())\n"
+        '"""Doc."""\nfrom __future__ import annotations\n\nimport os\n\n' + A + "import torch\n\nx = y.to(accel.device())\n"
     )
+    # after the straight imports of its section, before its from-imports
+    source = "import os\n\nimport absl\nfrom torch import nn\n\nx = y.cuda()\n"
+    assert port_source(source).output.startswith("import os\n\nimport absl\n" + A + "from torch import nn\n\n")
+    # no third-party section yet: a new one after the standard library, before first-party code
+    source = "import os\n\nfrom . import models\n\nx = y.cuda()\n"
+    assert port_source(source).output.startswith("import os\n\n" + A + "\nfrom . import models\n\nx")
+    # the first line of its section: a comment above that line stays above the section
+    source = "import os\n\n# third party\nimport torch\n\nx = y.cuda()\n"
+    assert port_source(source).output.startswith("import os\n\n# third party\n" + A + "import torch\n")
+
+
+def test_import_order_follows_the_projects_isort_settings(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    source = "import os\n\nfrom numpy import ones\nimport torch\n\nx = y.cuda()\n"
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff.lint.isort]\nforce-sort-within-sections = true\n")
+    (tmp_path / "train.py").write_text(source)
+    ported = port_source(source, str(tmp_path / "train.py")).output
+    assert ported.startswith("import os\n\n" + A + "from numpy import ones\nimport torch\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.isort]\nknown_first_party = ["accel_abstraction"]\n')
+    (tmp_path / "mypkg").mkdir()
+    source = "import os\n\nimport torch\n\nimport mypkg\n\nx = y.cuda()\n"
+    (tmp_path / "train.py").write_text(source)
+    _style_cache_clear()
+    ported = port_source(source, str(tmp_path / "train.py")).output
+    assert ported.startswith("import os\n\nimport torch\n\n" + A + "import mypkg\n")  # first party, found in the root
+
+
+def _style_cache_clear() -> None:
+    from accel_abstraction.porting.import_order import _style_in
+
+    _style_in.cache_clear()
 
 
 def test_existing_accel_import_is_reused() -> None:
-    source = H + A + "x = y.cuda()\n"
-    assert port_source(source).output == H + A + "x = y.to(accel.device())\n"
+    source = HA + "x = y.cuda()\n"
+    assert port_source(source).output == HA + "x = y.to(accel.device())\n"
 
 
 def test_cuda_imports_are_dropped_only_when_unused_and_not_commented() -> None:
@@ -102,9 +133,9 @@ def test_cuda_imports_are_dropped_only_when_unused_and_not_commented() -> None:
         "s = GradScaler()\nsynchronize()\n"
     )
     assert port_source(source).output == (
-        "import torch\nfrom torch.cuda.amp import custom_fwd\n"
+        A + "import torch\nfrom torch.cuda.amp import custom_fwd\n"
         "# needed by the kernels below\nfrom torch.cuda import synchronize\n"
-        + A + "s = accel.GradScaler()\naccel.synchronize()\n"
+        "s = accel.GradScaler()\naccel.synchronize()\n"
     )
 
 
@@ -118,6 +149,6 @@ def test_positional_autocast_arguments_are_left_for_a_person() -> None:
 
 def test_sites_in_defaults_and_decorators_are_rewritten() -> None:
     source = H + 'def f(x, device="cuda"):\n    return x\n\n\n@torch.cuda.amp.autocast(enabled=True)\ndef g():\n    pass\n'
-    assert port_source(source).output == H + A + (
+    assert port_source(source).output == HA + (
         "def f(x, device=accel.device_type()):\n    return x\n\n\n@accel.autocast(enabled=True and accel.is_accelerator_available())\ndef g():\n    pass\n"
     )
