@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 #: Names that hold a device or a device type by their name alone.
 DEVICE_NAME = re.compile(r"(^|_)(device|dev)(_name|_str|_type)?$", re.IGNORECASE)
@@ -115,3 +115,37 @@ def arg_of(call: ast.Call, index: int, keyword: str) -> tuple[ast.AST | None, in
         if kw.arg == keyword:
             return kw.value, keyword
     return None, keyword
+
+
+#: Calls whose first argument is an environment variable's name.
+ENV_CALLS = frozenset({"os.environ.get", "os.getenv", "os.environ.setdefault", "os.environ.pop", "os.putenv", "os.unsetenv"})
+
+
+def env_key_names(tree: ast.AST, qualname: Callable[[ast.AST], str | None]) -> frozenset[str]:
+    """Names that reach ``os.environ`` / ``putenv`` as a variable's name (``os.environ[key] = value``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        key: ast.AST | None = None
+        if isinstance(node, ast.Subscript) and qualname(node.value) == "os.environ":
+            key = node.slice
+        elif isinstance(node, ast.Call) and node.args and qualname(node.func) in ENV_CALLS:
+            key = node.args[0]
+        if isinstance(key, ast.Name):
+            names.add(key.id)
+    return frozenset(names)
+
+
+def assigned_strings(target: ast.AST, value: ast.AST, names: frozenset[str]) -> Iterable[ast.AST]:
+    """The values bound to one of ``names`` by ``target = value`` (``key, v = "NCCL_X", "1"`` too)."""
+    if isinstance(target, ast.Name) and target.id in names:
+        yield value
+    elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) and len(target.elts) == len(value.elts):
+        for t, v in zip(target.elts, value.elts, strict=True):
+            yield from assigned_strings(t, v, names)
+
+
+def iterated_strings(target: ast.AST, iterable: ast.AST, names: frozenset[str]) -> Iterable[ast.AST]:
+    """The values ``for target in iterable`` binds to one of ``names`` (a literal list or tuple of rows)."""
+    if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
+        for row in iterable.elts:
+            yield from assigned_strings(target, row, names)

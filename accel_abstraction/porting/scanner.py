@@ -26,8 +26,11 @@ from .findings import FileResult, Finding
 from .fixes import Replace
 from .guards import (
     DEVICE_NAME,
+    ENV_CALLS,
+    assigned_strings,
     has_keyword,
     is_cuda_string,
+    iterated_strings,
     last_name,
     str_value,
 )
@@ -45,13 +48,14 @@ from .rules.base import CallCheck
 
 #: Qualified callee -> the check of the built-in rule that examines its calls (``Rule.calls``).
 CALL_CHECKS: dict[str, CallCheck] = {name: check for rule in BUILTIN_RULES for name, check in rule.calls.items()}
-ENV_CALLS = {"os.environ.get", "os.getenv", "os.environ.setdefault", "os.environ.pop", "os.putenv", "os.unsetenv"}
 CPP_EXTENSION_LOAD = {"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"}
 #: Calls whose first positional argument is a device.
 _TAKES_DEVICE_FIRST = {"torch.set_default_device", "torch.Generator"}
 #: Calls whose string arguments are text for people (logs, warnings, output).
 _TEXT_SINKS = frozenset({"print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "write"})
 _BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
+#: Parameters whose integer default is a device ordinal (``gpu=0``, ``device=0``; not ``rank=0``).
+_DEVICE_PARAM = re.compile(r"^(gpu|gpu_id|gpu_idx|gpu_index|device|device_id|device_idx|device_index|dev_id|cuda_device)$", re.IGNORECASE)
 #: Why a file CPython parses can still not be analysed (180 nested calls, a deep literal).
 TOO_DEEP = "too deeply nested to analyse (thousands of nested or chained expressions); this file is skipped, the others are not"
 
@@ -88,6 +92,7 @@ class Scan(ApiChecks):
             ast.Subscript: self.visit_subscript,  # type: ignore[dict-item]
             ast.Compare: self.visit_compare,  # type: ignore[dict-item]
             ast.If: self.visit_if,  # type: ignore[dict-item]
+            ast.For: self.visit_for,  # type: ignore[dict-item]
             ast.Import: self.visit_import,  # type: ignore[dict-item]
             ast.ImportFrom: self.visit_import_from,  # type: ignore[dict-item]
             ast.FunctionDef: self.visit_function,  # type: ignore[dict-item]
@@ -262,6 +267,10 @@ class Scan(ApiChecks):
     def visit_assign(self, node: ast.Assign) -> bool:
         self.whole_values.add(id(node.value))
         single = len(node.targets) == 1
+        if self.env_key_names:
+            for target in node.targets:
+                for value in assigned_strings(target, node.value, self.env_key_names):
+                    self.env_name(value, paren=value is not node.value)
         for target in node.targets:
             if self._flag_assign(target, node.value, node, single):
                 self.push(node.value)
@@ -272,6 +281,13 @@ class Scan(ApiChecks):
         if self._flag_assign(node.target, node.value, node, False):
             self.push(node.value)
             return False
+        return True
+
+    def visit_for(self, node: ast.For) -> bool:
+        """``for key, value in (("NCCL_DEBUG", "INFO"), ...): os.environ[key] = value``."""
+        if self.env_key_names:
+            for value in iterated_strings(node.target, node.iter, self.env_key_names):
+                self.env_name(value, paren=True)
         return True
 
     def visit_subscript(self, node: ast.Subscript) -> bool:
@@ -339,6 +355,11 @@ class Scan(ApiChecks):
         return True
 
     def _param_default(self, name: str, default: ast.AST) -> None:
+        if isinstance(default, ast.Constant) and type(default.value) is int and _DEVICE_PARAM.match(name):
+            # def f(gpu=0): the ordinal of a CUDA device (a rank=0 default is a process, not a device)
+            self.report(default, "ACC104", f"{name}={default.value} is a CUDA device ordinal",
+                        suggestion=f"keep the ordinal and pass it as accel.device({name}) where a device goes")  # fmt: skip
+            return
         if DEVICE_NAME.search(name):
             self.device_value(default, string_typed=True)
         elif _BACKEND_NAME.search(name):
