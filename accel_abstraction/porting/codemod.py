@@ -28,7 +28,7 @@ except ModuleNotFoundError as _exc:
 from .cst_edit import Unapplied
 from .findings import Finding
 from .fixes import Fix
-from .import_order import style_for
+from .import_order import long_lines, style_for
 from .imports import add_accel_import, drop_dead_imports
 from .rules import Rule
 from .scanner import TOO_DEEP, scan_source
@@ -48,6 +48,8 @@ class PortResult:
     error: str | None = None
     written: bool = False  # set by apply.port_file when the file on disk was replaced
     cleaned: list[str] = field(default_factory=list)  # leftover temporary files removed
+    long_lines: list[int] = field(default_factory=list)  # lines the port made longer than the file allows
+    line_limit: int = 0  # that limit
 
     @property
     def changed(self) -> bool:
@@ -251,6 +253,9 @@ def _port(
         findings = again.findings
     result.output = text
     result.applied = applied
+    if text != source:
+        result.long_lines = long_lines(source, text, style.line_length)
+        result.line_limit = style.line_length or max([88, *map(len, source.splitlines())])
     result.manual = [f for f in findings if f.fix is None]
     result.manual += [
         Finding(f.path, f.line, f.col, f.end_line, f.end_col, f.code, f.category, f.message, "manual: automatic rewrite did not apply")

@@ -10,7 +10,9 @@ name it first party. The project's settings are read from the nearest ``pyprojec
 and ``known-first-party``; a module is first party too where the project root (the folder of
 that file) or its ``src/`` holds a package or module of its name, as ruff detects it.
 
-So a file that was isort-clean before a port is isort-clean after it.
+So a file that was isort-clean before a port is isort-clean after it. The same settings
+file gives the line length (``line-length`` of ``[tool.ruff]``, ``ruff.toml`` or ``[tool.black]``):
+:func:`long_lines` lists the lines a port made longer than it, for a note to wrap them.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import libcst as cst
 import tomllib
 from libcst.helpers import get_full_name_for_node
 
-__all__ = ["ImportStyle", "place_accel_import", "style_for"]
+__all__ = ["ImportStyle", "long_lines", "place_accel_import", "style_for"]
 
 ACCEL_MODULE = "accel_abstraction"
 FUTURE, STDLIB, THIRD_PARTY, FIRST_PARTY, LOCAL = range(5)
@@ -40,6 +42,7 @@ class ImportStyle:
     force_sort_within_sections: bool = False
     first_party: frozenset[str] = frozenset()
     root: Path | None = None  # the folder of the settings file: first-party modules are found there
+    line_length: int | None = None  # ruff's line-length (or black's) where the project sets one
 
     def section(self, module: str, level: int = 0) -> int:
         top = module.partition(".")[0]
@@ -73,6 +76,29 @@ def _table(data: dict[str, object], keys: tuple[str, ...]) -> dict[str, object] 
     return data
 
 
+def _line_length(data: dict[str, object], name: str) -> int | None:
+    tables = (("tool", "ruff"), ("tool", "black")) if name == "pyproject.toml" else ((),)
+    for keys in tables:
+        found = _table(data, keys) if keys else data
+        value = found.get("line-length", found.get("line_length")) if found is not None else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def long_lines(source: str, output: str, limit: int | None) -> list[int]:
+    """Lines of ``output`` the port made longer than the file allows, 1-based.
+
+    The limit is the project's ``line-length`` where it sets one, else the file's own longest
+    line or 88 (ruff's and black's default), whichever is more; lines the port did not write
+    are never listed.
+    """
+    before = source.splitlines()
+    allowed = limit or max([88, *map(len, before)])
+    old = set(before)
+    return [n for n, line in enumerate(output.splitlines(), start=1) if len(line) > allowed and line not in old]
+
+
 @functools.lru_cache(maxsize=256)
 def _style_in(folder: Path) -> ImportStyle:
     for directory in (folder, *folder.parents):
@@ -84,15 +110,16 @@ def _style_in(folder: Path) -> ImportStyle:
                 data = tomllib.loads(config.read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
                 continue  # a broken settings file: the defaults (ruff would refuse it anyway)
+            length = _line_length(data, name)
             for keys in tables:
                 found = _table(data, keys)
                 if found is not None:
                     force = found.get("force-sort-within-sections", found.get("force_sort_within_sections", False))
                     first = found.get("known-first-party", found.get("known_first_party", ()))
                     names = frozenset(first) if isinstance(first, list) else frozenset()
-                    return ImportStyle(bool(force), names, directory)
-            if name == "pyproject.toml" and "tool" in data:
-                return ImportStyle(root=directory)  # the project root, default settings
+                    return ImportStyle(bool(force), names, directory, length)
+            if name != "pyproject.toml" or "tool" in data:
+                return ImportStyle(root=directory, line_length=length)  # the project root, default import settings
     return ImportStyle()
 
 

@@ -152,3 +152,19 @@ def test_sites_in_defaults_and_decorators_are_rewritten() -> None:
     assert port_source(source).output == HA + (
         "def f(x, device=accel.device_type()):\n    return x\n\n\n@accel.autocast(enabled=True and accel.is_accelerator_available())\ndef g():\n    pass\n"
     )
+
+
+def test_lines_the_port_made_too_long_are_noted(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from accel_abstraction.porting.import_order import _style_in
+
+    long_original = "# " + "x" * 70 + "\n"
+    source = "import torch\n\n" + long_original + "m = DDP(model, device_ids=[local_rank], output_device=local_rank)\nn = 1\n"
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 72\n")
+    (tmp_path / "train.py").write_text(source)
+    _style_in.cache_clear()
+    result = port_source(source, str(tmp_path / "train.py"))
+    assert result.line_limit == 72
+    assert result.long_lines == [5]  # the DDP line; the long comment was there before
+    plain = port_source(source)  # no settings: 88 or the file's longest line, whichever is more
+    assert plain.line_limit == 88 and plain.long_lines == [5]
+    assert port_source("import torch\nx = y.cuda()\n").long_lines == []
