@@ -57,6 +57,7 @@ API: tuple[Row, ...] = (
     *_bound("is_available", "is_accelerator_available", "capabilities"),
     # devices
     *_bound("device_count", "current_device", "set_device", "device", "device_name"),
+    *_lazy("device_tests", "is_accelerator_device"),
     # execution (Stream and Event are the backend's classes where it has them)
     *_bound("synchronize", "current_stream", "stream", "Stream", "Event"),
     # memory
@@ -79,6 +80,7 @@ API: tuple[Row, ...] = (
     # distributed and data
     *_bound("dist_backend", "visible_devices_env", "pin_memory", "pin_memory_device"),
     *_lazy("distributed", "init_distributed", "destroy_distributed", "barrier", "is_main_process", "DistInfo"),
+    *_lazy("distributed", "ddp_device_ids", "ddp_output_device"),
     # metrics, the runtime redirect
     *_lazy("metrics", "log_metric", "log_settings"),
     *_lazy("redirect", "redirect_cuda"),

@@ -89,7 +89,8 @@ def _fill(report: dict[str, Any], host: Any) -> None:
     }
     devices = []
     for i in range(backend.device_count()):
-        devices.append({"index": i, "device": str(backend.device(i)), "name": backend.device_name(i)})
+        # "<type>:<index>" names the row even where the device object carries no index (cpu)
+        devices.append({"index": i, "device": f"{backend.device_type}:{i}", "name": backend.device_name(i)})
     report["devices"] = devices
     report["capabilities"] = backend.capabilities().as_dict()
     report["amp_dtype"] = str(backend.default_amp_dtype).removeprefix("torch.")

@@ -101,6 +101,10 @@ def behaviour_on_cpu(srcs: list[Source], verbose: bool, with_stubs: bool = False
     now_run = [f"{r.key}:{fn}()" for r in results for fn in r.now_run]
     print(f"calls that raised in the original without CUDA and run after the port: {len(now_run)}"
           + (f" ({', '.join(now_run)})" if now_run else ""))
+    from realcode.differential import MESSAGE_WRONG, RAISES_NOW, VALUE_CHANGED
+
+    kinds = [k for r in results for k in r.kinds]
+    print("  by kind: " + ", ".join(f"{kind} {kinds.count(kind)}" for kind in (RAISES_NOW, VALUE_CHANGED, MESSAGE_WRONG)))
     for r in changed:
         print(f"  changed on cpu: {r.key}: {r.detail}")
     if verbose:

@@ -55,3 +55,11 @@ def test_a_port_that_answers_differently_on_cpu_is_reported() -> None:
     assert result.changed
     assert "gpus(): ['ok', 0] -> ['ok', 1]" in result.detail
     assert "printed differently" in result.detail
+
+
+def test_each_change_is_counted_by_its_kind() -> None:
+    from realcode.differential import MESSAGE_WRONG, RAISES_NOW, VALUE_CHANGED, change_kind
+
+    assert change_kind(["returns", "int", 0], ["raises", "RuntimeError"]) == RAISES_NOW
+    assert change_kind(["raises", "AssertionError"], ["raises", "RuntimeError"]) == MESSAGE_WRONG
+    assert change_kind(["returns", "int", 0], ["returns", "int", 1]) == VALUE_CHANGED

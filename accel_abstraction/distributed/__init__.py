@@ -10,11 +10,12 @@
     accel.destroy_distributed()
 
 Modules: :mod:`.env` (which launcher, which ranks), :mod:`.slurm` (SLURM's host-list
-syntax), :mod:`.init` (joining and leaving the process group). See ``docs/distributed.md``.
+syntax), :mod:`.init` (joining and leaving the process group), :mod:`.ddp` (what DDP takes as ``device_ids``). See ``docs/distributed.md``.
 """
 
 from __future__ import annotations
 
+from .ddp import ddp_device_ids, ddp_output_device
 from .env import LaunchEnv, detect
 from .init import (
     DistInfo,
@@ -31,6 +32,8 @@ __all__ = [
     "DistributedError",
     "LaunchEnv",
     "barrier",
+    "ddp_device_ids",
+    "ddp_output_device",
     "destroy_distributed",
     "detect",
     "dist_info",

@@ -212,6 +212,9 @@ def _port(args: argparse.Namespace, files: list[Path], how: PortOptions) -> int:
         if not as_json:
             for finding in result.manual:
                 print(f"{report.format_finding(finding)} [not ported]", file=sys.stderr)
+            for line in result.long_lines:
+                print(f"{path}:{line}: note: the port made this line longer than {result.line_limit} characters; wrap it",
+                      file=sys.stderr)  # fmt: skip
         options += cli_options.find(result.source, result.path)
     verb = "ported" if write else "would port"
     if as_json:
@@ -240,6 +243,7 @@ def _port_entry(result: PortResult) -> dict[str, object]:
         "written": result.written,
         "applied": [f.to_dict() for f in result.applied],
         "manual": [f.to_dict() for f in result.manual],
+        "long_lines": result.long_lines,
         "error": result.error,
         "diff": unified_diff(result) if result.changed and not result.error else "",
     }

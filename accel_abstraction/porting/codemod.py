@@ -4,7 +4,7 @@ The scanner decides *what* to rewrite (each :class:`Finding` carries a :class:`F
 the span of the node); this module decides *how*.  Nodes are matched by their source
 span (libcst's ``PositionProvider`` and :mod:`ast` agree on spans, parentheses
 excluded), the transformer works bottom-up so nested sites compose in one pass, and
-``import accel_abstraction as accel`` is added once, after the leading imports.
+``import accel_abstraction as accel`` is added once, where isort would put it (:mod:`.import_order`).
 
 Why one module of ~450 lines: one libcst transformer whose node handlers share the span
 index and the per-file state; the *what* (rules, replacements) lives in :mod:`.mapping`.
@@ -28,6 +28,7 @@ except ModuleNotFoundError as _exc:
 from .cst_edit import Unapplied
 from .findings import Finding
 from .fixes import Fix
+from .import_order import long_lines, style_for
 from .imports import add_accel_import, drop_dead_imports
 from .newlines import as_lf, has_lone_cr, restore_endings
 from .rules import Rule
@@ -48,6 +49,8 @@ class PortResult:
     error: str | None = None
     written: bool = False  # set by apply.port_file when the file on disk was replaced
     cleaned: list[str] = field(default_factory=list)  # leftover temporary files removed
+    long_lines: list[int] = field(default_factory=list)  # lines the port made longer than the file allows
+    line_limit: int = 0  # that limit
 
     @property
     def changed(self) -> bool:
@@ -62,6 +65,7 @@ class _Rewriter(cst.CSTTransformer):
         self.fixes = fixes
         self.applied: set[Span] = set()
         self._spans = sorted(fixes)
+        self.statement_guards: set[int] = set()  # ids of IfExp nodes that guard a whole statement
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         """Descend only into statements that hold a fix (most of a file holds none).
@@ -85,6 +89,8 @@ class _Rewriter(cst.CSTTransformer):
         return False
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode | cst.RemovalSentinel:  # type: ignore[override]
+        if isinstance(updated_node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and self.statement_guards:
+            return self._guard_statement(updated_node)
         if not isinstance(original_node, (cst.BaseExpression, cst.Assign)):
             return updated_node
         pos = self.get_metadata(PositionProvider, original_node, None)
@@ -99,7 +105,28 @@ class _Rewriter(cst.CSTTransformer):
         except Unapplied:
             return updated_node
         self.applied.add(span)
+        if fix.guard == "bare" and (fix.otherwise or "None") == "None":
+            # a whole statement guarded with nothing to keep: an if statement, not `x if t else None`
+            value = new.value if isinstance(new, cst.Expr) else new
+            if isinstance(value, cst.IfExp):
+                self.statement_guards.add(id(value))
         return new
+
+    def _guard_statement(self, node: cst.SimpleStatementLine | cst.SimpleStatementSuite) -> cst.CSTNode:
+        """``accel.f(x) if accel.is_accelerator_available() else None`` as a statement becomes
+        ``if accel.is_accelerator_available():`` with ``accel.f(x)`` as its body (a one-line
+        ``if x: ...`` suite becomes an indented block holding that ``if``)."""
+        body = node.body
+        if len(body) != 1 or not isinstance(body[0], cst.Expr) or id(body[0].value) not in self.statement_guards:
+            return node
+        guarded = body[0].value
+        assert isinstance(guarded, cst.IfExp)
+        statement = body[0].with_changes(value=guarded.body, semicolon=cst.MaybeSentinel.DEFAULT)
+        if isinstance(node, cst.SimpleStatementSuite):
+            line = cst.SimpleStatementLine(body=[statement], trailing_whitespace=node.trailing_whitespace)
+            return cst.IndentedBlock(body=[cst.If(test=guarded.test, body=cst.IndentedBlock(body=[line]))])
+        inner = node.with_changes(body=[statement], leading_lines=[])
+        return cst.If(test=guarded.test, body=cst.IndentedBlock(body=[inner]), leading_lines=node.leading_lines)
 
 
 #: Deeper syntax trees than this are not handed to libcst (real code stays far below: ~40).
@@ -203,6 +230,7 @@ def _port(
             result.error = f"{path}: {TOO_DEEP}"
             return result
         used_before = _used_names(tree)
+    style = style_for(path)
     for _ in range(max_rounds):
         todo = [f for f in findings if f.fix is not None]
         if not todo:
@@ -218,7 +246,7 @@ def _port(
         if not done:
             break
         applied.extend(done)
-        new_module = add_accel_import(new_module)
+        new_module = add_accel_import(new_module, style)
         text = new_module.code
         problem = _parses(text)
         if problem is not None:
@@ -235,6 +263,9 @@ def _port(
         findings = again.findings
     result.output = text
     result.applied = applied
+    if text != source:
+        result.long_lines = long_lines(source, text, style.line_length)
+        result.line_limit = style.line_length or max([88, *map(len, source.splitlines())])
     result.manual = [f for f in findings if f.fix is None]
     result.manual += [
         Finding(f.path, f.line, f.col, f.end_line, f.end_col, f.code, f.category, f.message, "manual: automatic rewrite did not apply")

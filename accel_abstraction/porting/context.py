@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from .aliases import AliasMap
 from .devices import DeviceChecks
 from .findings import Finding
-from .guards import DEVICE_NAME, device_positions, device_string_names, last_name, str_value
+from .guards import DEVICE_NAME, device_positions, device_string_names, env_key_names, last_name, str_value
 from .mapping import FLAGS, PACKAGES
 from .prefilter import BARE_DEVICE, BUILTIN_PRECHECK, hot_lines, touches
 from .rules import Rule
@@ -118,11 +118,11 @@ class ScanContext(DeviceChecks):
             self.hot = hot_lines(source, (*BUILTIN_PRECHECK, *extra, *names), BARE_DEVICE)
         self.plugin_names = [(r, n) for r in plugin_rules for n in r.names]
         self.plugin_matchers = [r for r in plugin_rules if r.matcher is not None]
-        self.is_cuda_parents: dict[int, ast.AST] = {}  # filled on demand by acc112, for .is_cuda only
         self.tree = tree
         # Data flow and context, computed on first need (most files never need them).
         self._string_names: frozenset[str] | None = None
         self._device_args: frozenset[str] | None = None
+        self._env_keys: frozenset[str] | None = None
         self.autocast_names: frozenset[str] | None = None  # filled by acc132 on first need
         self._fused: set[int] | None = None
         self.duplicate_flags: dict[int, int] = self._duplicate_flags() if source.count("allow_tf32") > 1 else {}
@@ -148,6 +148,13 @@ class ScanContext(DeviceChecks):
         if self._device_args is None:
             self._device_args = device_positions(ast.walk(self.tree))
         return self._device_args
+
+    @property
+    def env_key_names(self) -> frozenset[str]:
+        """Names used as an environment variable's name (``os.environ[key] = v``, ``os.putenv(key, v)``)."""
+        if self._env_keys is None:
+            self._env_keys = env_key_names(self.tree, self.aliases.qualname) if "environ" in self.source or "env" in self.source else frozenset()
+        return self._env_keys
 
     @property
     def fused(self) -> set[int]:

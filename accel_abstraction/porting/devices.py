@@ -18,6 +18,7 @@ from .fixes import Replace
 from .guards import CUDA_DEVICE, RANK_NAME, last_name, str_value
 from .reporting import Reporter
 from .rules import acc171_nccl_backend as acc171
+from .rules import acc172_ddp_device_ids as acc172
 from .rules.acc103_runtime_device_string import DeviceFrom
 from .rules.acc104_integer_device import WrapDevice
 
@@ -145,9 +146,10 @@ class DeviceChecks(Reporter):
         acc171.backend_value(self, node)  # type: ignore[arg-type]
 
     def device_ids(self, call: ast.Call, node: ast.AST, qualname: str | None) -> None:
-        """``device_ids=[rank]`` outside DDP (``dist.barrier``): names a CUDA device."""
-        if (qualname or "").endswith("DistributedDataParallel") or last_name(call.func) in ("DistributedDataParallel", "DDP"):
-            return  # DDP takes the ids of any accelerator: already generic
+        """``device_ids=[rank]``: DDP's become ``accel.ddp_device_ids(rank)`` (ACC172); elsewhere (``dist.barrier``) they name a CUDA device."""
+        if acc172.is_ddp(call, qualname):
+            acc172.check_ddp(self, call)  # type: ignore[arg-type]
+            return
         if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
             first = node.elts[0]
             if (isinstance(first, ast.Constant) and type(first.value) is int) or RANK_NAME.match(last_name(first) or ""):

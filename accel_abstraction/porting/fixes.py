@@ -10,7 +10,9 @@ processes; libcst is imported only when one is applied.
 ``guard`` keeps the meaning on the cpu backend (:mod:`.apis`, ``on_cpu``), for every kind:
     ``"value"``: the rewritten expression ``e`` becomes
         ``(e if accel.is_accelerator_available() else otherwise)``;
-        ``"bare"``: the same without parentheses (the whole statement or assigned value);
+        ``"bare"``: the same without parentheses (the whole statement or assigned value); a
+        whole statement with ``otherwise`` ``None`` becomes ``if accel.is_accelerator_available():``
+        holding it (:mod:`.codemod`), never a statement-expression;
     ``"enabled"``: the rewritten call gets ``enabled=... and accel.is_accelerator_available()``
         (``enabled=accel.is_accelerator_available()`` when it had none).
 """

@@ -4,8 +4,9 @@ A *device-type test* asks whether something is CUDA: ``device.type == "cuda"``,
 ``device_type != "cuda"``, ``"cuda" in device``, ``device.startswith("cuda")``,
 ``x.device.type in ("cuda",)``.  On another accelerator such a test is false, so the
 branch it guards (``model.cuda()``, ``torch.cuda.synchronize()``) is silently skipped.
-The portable form asks "is this an accelerator" instead: ``!= "cpu"``, which keeps the
-meaning on cpu and cuda and takes the accelerator branch on any other device.
+The portable form asks whether the device is the selected accelerator instead,
+``accel.is_accelerator_device(x)``: the meaning on cpu and cuda is kept, the accelerator
+branch is taken on any other accelerator, and ``meta``/``mps``/``xpu`` are not taken for it.
 
 Which expressions are *device-ish* (the other side of such a test):
 - attributes ``.type`` / ``.device_type`` (``x.device.type``, ``self.device_type``);
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 #: Names that hold a device or a device type by their name alone.
 DEVICE_NAME = re.compile(r"(^|_)(device|dev)(_name|_str|_type)?$", re.IGNORECASE)
@@ -114,3 +115,37 @@ def arg_of(call: ast.Call, index: int, keyword: str) -> tuple[ast.AST | None, in
         if kw.arg == keyword:
             return kw.value, keyword
     return None, keyword
+
+
+#: Calls whose first argument is an environment variable's name.
+ENV_CALLS = frozenset({"os.environ.get", "os.getenv", "os.environ.setdefault", "os.environ.pop", "os.putenv", "os.unsetenv"})
+
+
+def env_key_names(tree: ast.AST, qualname: Callable[[ast.AST], str | None]) -> frozenset[str]:
+    """Names that reach ``os.environ`` / ``putenv`` as a variable's name (``os.environ[key] = value``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        key: ast.AST | None = None
+        if isinstance(node, ast.Subscript) and qualname(node.value) == "os.environ":
+            key = node.slice
+        elif isinstance(node, ast.Call) and node.args and qualname(node.func) in ENV_CALLS:
+            key = node.args[0]
+        if isinstance(key, ast.Name):
+            names.add(key.id)
+    return frozenset(names)
+
+
+def assigned_strings(target: ast.AST, value: ast.AST, names: frozenset[str]) -> Iterable[ast.AST]:
+    """The values bound to one of ``names`` by ``target = value`` (``key, v = "NCCL_X", "1"`` too)."""
+    if isinstance(target, ast.Name) and target.id in names:
+        yield value
+    elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) and len(target.elts) == len(value.elts):
+        for t, v in zip(target.elts, value.elts, strict=True):
+            yield from assigned_strings(t, v, names)
+
+
+def iterated_strings(target: ast.AST, iterable: ast.AST, names: frozenset[str]) -> Iterable[ast.AST]:
+    """The values ``for target in iterable`` binds to one of ``names`` (a literal list or tuple of rows)."""
+    if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
+        for row in iterable.elts:
+            yield from assigned_strings(target, row, names)

@@ -1,7 +1,8 @@
 """The import edits of ``accel port``, made with libcst's own visitors.
 
-``import accel_abstraction as accel`` is added once (libcst's ``AddImportsVisitor``: after a
-docstring and the leading block of imports, not when the module already has it), and the
+``import accel_abstraction as accel`` is added once, where isort/ruff would put it among the
+leading imports (:mod:`.import_order`; libcst's ``AddImportsVisitor`` after the docstring in
+a module without imports; not when the module already has it), and the
 names a port left unused are removed from imports of CUDA modules (``RemoveImportsVisitor``,
 which removes a name only when scope analysis shows nothing uses it).
 """
@@ -19,6 +20,8 @@ try:
     from libcst.helpers import get_full_name_for_node
 except ModuleNotFoundError as _exc:
     raise missing(_exc, "libcst", "accel port (lossless rewriting)") from None
+
+from .import_order import ImportStyle, place_accel_import
 
 #: Imports from these modules are dropped once porting removed every use of what they bind.
 CUDA_MODULES = ("torch.cuda", "torch.backends.cudnn", "torch.backends.cuda")
@@ -55,15 +58,28 @@ def _import_block_end(module: cst.Module) -> int:
     return index
 
 
-def add_accel_import(module: cst.Module) -> cst.Module:
-    """``module`` with ``import accel_abstraction as accel`` after its docstring and leading imports.
+def _docstring_end(module: cst.Module) -> int:
+    body = module.body
+    if body and isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) == 1:
+        first = body[0].body[0]
+        if isinstance(first, cst.Expr) and isinstance(first.value, cst.SimpleString):
+            return 1
+    return 0
+
+
+def add_accel_import(module: cst.Module, style: ImportStyle | None = None) -> cst.Module:
+    """``module`` with ``import accel_abstraction as accel`` where isort would put it in its leading imports
+    (:mod:`.import_order`, with the project's ``style``), or after the docstring in a module without imports.
 
     The visitor runs on that head of the module only, which is all it reads or changes
     (a whole-module run copies and walks every node: most of a port's time on a large file).
     """
+    end = _import_block_end(module)
+    placed = place_accel_import(module, _docstring_end(module), end, style or ImportStyle())
+    if placed is not None:
+        return placed
     context = CodemodContext()
     AddImportsVisitor.add_needed_import(context, "accel_abstraction", asname="accel")
-    end = _import_block_end(module)
     head = _AddImports(context).transform_module(module.with_changes(body=module.body[:end]))
     return module.with_changes(body=[*head.body, *module.body[end:]])
 

@@ -34,6 +34,8 @@ BARE_DEVICE = re.compile(
     r"\.to\(\s*" + _RANKISH + r"|device(?:_ids)?\s*[=(]\s*\[?\s*" + _RANKISH
     # command-line options choosing a device (an integer default is a CUDA ordinal)
     + r"""|['"]--?(?:device|gpu)[\w-]*['"]"""
+    # a device ordinal as a parameter's default: def f(gpu=0)
+    + r"|\b(?:gpu|gpu_id|gpu_idx|gpu_index|device|device_id|device_idx|device_index|dev_id|cuda_device)\s*(?::\s*int\s*)?=\s*\d"
 )
 
 

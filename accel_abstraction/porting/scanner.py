@@ -26,7 +26,11 @@ from .findings import FileResult, Finding
 from .fixes import Replace
 from .guards import (
     DEVICE_NAME,
+    ENV_CALLS,
+    assigned_strings,
+    has_keyword,
     is_cuda_string,
+    iterated_strings,
     last_name,
     str_value,
 )
@@ -37,19 +41,21 @@ from .rules.acc104_integer_device import cli_option
 from .rules.acc111_cuda_method import ToDevice
 from .rules.acc112_is_cuda import check_is_cuda
 from .rules.acc113_device_type_test import check_device_test
+from .rules.acc121_is_available import guard_what_it_guards
 from .rules.acc132_autocast_cuda import AUTOCAST, autocast_like
 from .rules.acc208_peak_flops import check_peak_flops
 from .rules.base import CallCheck
 
 #: Qualified callee -> the check of the built-in rule that examines its calls (``Rule.calls``).
 CALL_CHECKS: dict[str, CallCheck] = {name: check for rule in BUILTIN_RULES for name, check in rule.calls.items()}
-ENV_CALLS = {"os.environ.get", "os.getenv", "os.environ.setdefault", "os.environ.pop", "os.putenv", "os.unsetenv"}
 CPP_EXTENSION_LOAD = {"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"}
 #: Calls whose first positional argument is a device.
 _TAKES_DEVICE_FIRST = {"torch.set_default_device", "torch.Generator"}
 #: Calls whose string arguments are text for people (logs, warnings, output).
 _TEXT_SINKS = frozenset({"print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "write"})
 _BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
+#: Parameters whose integer default is a device ordinal (``gpu=0``, ``device=0``; not ``rank=0``).
+_DEVICE_PARAM = re.compile(r"^(gpu|gpu_id|gpu_idx|gpu_index|device|device_id|device_idx|device_index|dev_id|cuda_device)$", re.IGNORECASE)
 #: Why a file CPython parses can still not be analysed (180 nested calls, a deep literal).
 TOO_DEEP = "too deeply nested to analyse (thousands of nested or chained expressions); this file is skipped, the others are not"
 
@@ -97,6 +103,7 @@ class Scan(ApiChecks):
             ast.Subscript: self.visit_subscript,  # type: ignore[dict-item]
             ast.Compare: self.visit_compare,  # type: ignore[dict-item]
             ast.If: self.visit_if,  # type: ignore[dict-item]
+            ast.For: self.visit_for,  # type: ignore[dict-item]
             ast.Import: self.visit_import,  # type: ignore[dict-item]
             ast.ImportFrom: self.visit_import_from,  # type: ignore[dict-item]
             ast.FunctionDef: self.visit_function,  # type: ignore[dict-item]
@@ -120,7 +127,7 @@ class Scan(ApiChecks):
             handler = handlers.get(type(node))
             if handler is None or handler(node):
                 stack.extend(iter_children(node))
-        return self.findings
+        return guard_what_it_guards(self.tree, self.aliases.qualname, self.span, self.findings)
 
     def push(self, *nodes: ast.AST | None) -> None:
         self.stack.extend(n for n in nodes if n is not None)
@@ -201,7 +208,7 @@ class Scan(ApiChecks):
                     self.report(kw.value, "ACC191", None, Replace(text="accel.capabilities().pinned_memory"))
             elif name == "backend":
                 self.backend_value(kw.value)
-            elif name == "device_ids":
+            elif name == "device_ids" or (name == "output_device" and not has_keyword(node, "device_ids")):
                 self.device_ids(node, kw.value, q)
             elif name == "fused" and isinstance(kw.value, ast.Constant) and kw.value.value is True:
                 self.report(kw.value, "ACC207", "fused=True", suggestion="fused optimizer kernels exist per device; keep fused only where the backend has them")
@@ -286,6 +293,10 @@ class Scan(ApiChecks):
     def visit_assign(self, node: ast.Assign) -> bool:
         self.whole_values.add(id(node.value))
         single = len(node.targets) == 1
+        if self.env_key_names:
+            for target in node.targets:
+                for value in assigned_strings(target, node.value, self.env_key_names):
+                    self.env_name(value, paren=value is not node.value)
         for target in node.targets:
             if self._flag_assign(target, node.value, node, single):
                 self.push(node.value)
@@ -296,6 +307,13 @@ class Scan(ApiChecks):
         if self._flag_assign(node.target, node.value, node, False):
             self.push(node.value)
             return False
+        return True
+
+    def visit_for(self, node: ast.For) -> bool:
+        """``for key, value in (("NCCL_DEBUG", "INFO"), ...): os.environ[key] = value``."""
+        if self.env_key_names:
+            for value in iterated_strings(node.target, node.iter, self.env_key_names):
+                self.env_name(value, paren=True)
         return True
 
     def visit_subscript(self, node: ast.Subscript) -> bool:
@@ -363,6 +381,11 @@ class Scan(ApiChecks):
         return True
 
     def _param_default(self, name: str, default: ast.AST) -> None:
+        if isinstance(default, ast.Constant) and type(default.value) is int and _DEVICE_PARAM.match(name):
+            # def f(gpu=0): the ordinal of a CUDA device (a rank=0 default is a process, not a device)
+            self.report(default, "ACC104", f"{name}={default.value} is a CUDA device ordinal",
+                        suggestion=f"keep the ordinal and pass it as accel.device({name}) where a device goes")  # fmt: skip
+            return
         if DEVICE_NAME.search(name):
             self.device_value(default, string_typed=True)
         elif _BACKEND_NAME.search(name):

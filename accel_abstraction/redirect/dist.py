@@ -99,20 +99,23 @@ def _ddp_redirect(s: Server) -> Redirect:
     """
     from torch.nn.parallel import DistributedDataParallel as DDP
 
+    from ..distributed.ddp import device_ids_for, output_device_for
+
     original = DDP.__init__
     t = s.translator
     rec = s.recorder
-    on_cpu = s.backend.device_type == "cpu"
+    b = s.backend
     api = "DistributedDataParallel(device_ids=...)"
     hint = port_hint(api)
     rec.describe(api, "distributed", hint)
 
     def ids(value: Any) -> Any:
+        # the rule accel port's accel.ddp_device_ids() follows (distributed/ddp.py)
         if value is None:
             return None
         if isinstance(value, (list, tuple)):
-            return None if on_cpu else [t.device_for(v).index for v in value]
-        return None if on_cpu else t.device_for(value).index
+            return device_ids_for(b, value, t.device_for)
+        return output_device_for(b, value, t.device_for)
 
     def __init__(self: Any, module: Any, device_ids: Any = None, output_device: Any = None, *args: Any, **kwargs: Any) -> None:  # noqa: N807
         if device_ids is not None or output_device is not None:

@@ -18,6 +18,7 @@ tests skip with the plugin's own reason.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from typing import ClassVar
 
@@ -67,7 +68,7 @@ class BackendConformance:
         assert isinstance(count, int) and count >= 1
         current = accel.current_device()
         assert isinstance(current, int) and 0 <= current < count
-        assert accel.device(0) == torch.device(backend.device_type, 0)
+        assert accel.device(0).type == backend.device_type and accel.device(0).index in (0, None)
         assert accel.device(f"{backend.device_type}:0") == accel.device(0)
         assert accel.device(torch.device(backend.device_type, 0)) == accel.device(0)
         accel.set_device(current)
@@ -82,6 +83,18 @@ class BackendConformance:
         other = "meta" if backend.device_type != "meta" else "cpu"
         with pytest.raises(AccelError, match="is not a"):
             accel.device(f"{other}:0")
+
+    def test_an_indexed_device_is_what_tensors_on_it_report(self, backend: Backend) -> None:
+        """``accel.device(0)`` works wherever PyTorch takes a device, ``map_location`` included."""
+        dev = accel.device(0)
+        x = torch.empty(2, device=dev)
+        assert x.device == dev, "accel.device(0) must equal the device of a tensor made on it"
+        assert torch.arange(3).to(dev).device == dev
+        buffer = io.BytesIO()
+        torch.save({"w": torch.arange(3.0)}, buffer)
+        buffer.seek(0)
+        loaded = torch.load(buffer, map_location=dev)
+        assert loaded["w"].device == dev and loaded["w"].cpu().tolist() == [0.0, 1.0, 2.0]
 
     def test_tensors_land_on_the_device(self, backend: Backend) -> None:
         x = torch.arange(6, dtype=torch.float32, device=accel.device()).reshape(2, 3)

@@ -282,6 +282,24 @@ class Difference:
     detail: str = ""
     #: calls that raised in the original without CUDA and run in the port (no CPU program relied on them)
     now_run: tuple[str, ...] = ()
+    #: each change by kind: "returned before, raises now", "value changed", "message now wrong"
+    kinds: tuple[str, ...] = ()
+
+
+RAISES_NOW = "returned before, raises now"
+VALUE_CHANGED = "value changed"
+MESSAGE_WRONG = "message now wrong"
+
+
+def change_kind(before: object, after: object) -> str:
+    """The kind of a changed call outcome (``["raises", "TypeError"]``, ``["returns", ...]``)."""
+    raised = isinstance(before, list) and before[:1] in (["raises"], ["exit"])
+    raises = isinstance(after, list) and after[:1] in (["raises"], ["exit"])
+    if raises and not raised:
+        return RAISES_NOW
+    if raises and raised:
+        return MESSAGE_WRONG
+    return VALUE_CHANGED
 
 
 def compare(key: str, original: str, ported: str, with_stubs: bool = False) -> Difference:
@@ -319,16 +337,20 @@ def compare(key: str, original: str, ported: str, with_stubs: bool = False) -> D
     if a == b:
         return Difference(key, False, calls, skipped, "", now_run)
     where = []
+    kinds = []
     if a["module"] != b["module"]:
         where.append(f"module: {a['module']} -> {b['module']}")
+        kinds.append(change_kind(a["module"], b["module"]))
     for fn in sorted(set(a["calls"]) | set(b["calls"])):  # type: ignore[arg-type]
         x, y = a["calls"].get(fn), b["calls"].get(fn)  # type: ignore[union-attr]
         if x != y:
             where.append(f"{fn}(): {x} -> {y}")
+            kinds.append(change_kind(x, y))
     if a["stdout"] != b["stdout"]:
         diff = [line for line in b["stdout"] if line not in a["stdout"]][:2]  # type: ignore[operator]
         where.append(f"printed differently: {diff}")
-    return Difference(key, True, calls, skipped, "; ".join(where), now_run)
+        kinds.append(MESSAGE_WRONG)
+    return Difference(key, True, calls, skipped, "; ".join(where), now_run, tuple(kinds))
 
 
 def _drop_unstable(a: dict, b: dict, again: dict) -> None:  # type: ignore[type-arg]

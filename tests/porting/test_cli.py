@@ -178,7 +178,7 @@ def test_port_write_is_idempotent_and_leaves_clean_files_alone(tree: Path) -> No
     assert main(["port", "--write", "."]) == 0
     ported = (tree / "train.py").read_text()
     assert ported == (
-        "import torch\nimport accel_abstraction as accel\nx = torch.ones(2).to(accel.device())\n"
+        "import accel_abstraction as accel\nimport torch\nx = torch.ones(2).to(accel.device())\n"
         "if accel.is_accelerator_available():\n    accel.synchronize()\n"
     )
     assert clean.read_bytes() == CLEAN.encode() and clean.stat().st_mtime_ns == before

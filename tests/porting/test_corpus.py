@@ -88,3 +88,27 @@ def test_the_projects_own_examples_and_porting_rules_scan_clean() -> None:
     assert len(files) > 15
     assert [f"{f.path}:{f.line} {f.code}" for r in results for f in r.findings] == []
     assert [r.error for r in results if r.error] == []
+
+
+@pytest.mark.slow
+def test_ported_corpus_is_isort_clean_where_the_original_was(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    def unsorted(folder: Path) -> set[str]:
+        run = subprocess.run(
+            [sys.executable, "-m", "ruff", "check", "--isolated", "--select", "I", "--output-format", "concise", str(folder)],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert run.returncode in (0, 1), run.stderr
+        return {Path(line.split(":")[0]).name for line in run.stdout.splitlines() if "I001" in line}
+
+    (tmp_path / "before").mkdir()
+    (tmp_path / "after").mkdir()
+    for path in FILES:
+        source = path.read_text(encoding="utf-8")
+        (tmp_path / "before" / path.name).write_text(source, encoding="utf-8")
+        (tmp_path / "after" / path.name).write_text(port_source(source, path.name).output, encoding="utf-8")
+    clean = {p.name for p in FILES} - unsorted(tmp_path / "before")
+    assert len(clean) >= 8
+    assert unsorted(tmp_path / "after") & clean == set()

@@ -115,3 +115,112 @@ def test_guarded_rows_still_call_the_backend_where_there_is_an_accelerator(row: 
     ported = port_source(_snippet(row)).output.replace("accel.is_accelerator_available()", "True")
     called = _run(ported)
     assert called[1] is None, ported
+
+
+# ----------------------------------------------------------------------------- rewrites of shapes, not rows
+#
+# Each rewrite that is not an API-table row (guards fitted to what they guard, DDP ids,
+# device-type tests, is_cuda, integer devices) with what it means on the cpu backend: the
+# original runs here without CUDA, the port with the cpu backend, and the difference is put
+# in one of the categories the differential check over real code counts separately. DDP's
+# device_ids (ACC172) need a process group: tests/distributed/test_ddp_device_ids.py runs them.
+
+SAME_RESULT = "same"
+RAISES_NOW = "returned before, raises now"
+RUNS_NOW = "raised before, runs now"
+VALUE_CHANGED = "value changed"
+MESSAGE_WRONG = "message now wrong"
+
+#: (id, source setting ``value``, what the port may do on cpu). ``RUNS_NOW`` is allowed only
+#: where the original raised without CUDA (no CPU program reached it).
+SHAPES: list[tuple[str, str, str]] = [
+    ("guard around CUDA-only code",
+     "value = []\nif torch.cuda.is_available():\n    value.append(torch.cuda.get_device_capability())\nelse:\n    value.append('cpu')\n",
+     SAME_RESULT),
+    ("negated guard, CUDA-only else",
+     "value = []\nif not torch.cuda.is_available():\n    value.append('cpu')\nelse:\n    value.append(torch.cuda.get_device_capability())\n",
+     SAME_RESULT),
+    ("early return before CUDA-only code",
+     "def f():\n    if not torch.cuda.is_available():\n        return 'cpu'\n    return torch.cuda.get_device_capability()\nvalue = f()\n",
+     SAME_RESULT),
+    ("guarded seed inside a guard",
+     "if torch.cuda.is_available():\n    torch.cuda.manual_seed(0)\nvalue = torch.rand(2).tolist()\n", SAME_RESULT),
+    ("seed as a statement",
+     "torch.cuda.manual_seed_all(3)\nvalue = torch.rand(2).tolist()\n", SAME_RESULT),
+    ("device-type test ==", "x = torch.ones(1)\nvalue = x.device.type == 'cuda'\n", SAME_RESULT),
+    ("device-type test on meta", "x = torch.ones(1, device='meta')\nvalue = x.device.type == 'cuda'\n", SAME_RESULT),
+    ("startswith on mps", "device = 'mps'\nvalue = device.startswith('cuda')\n", SAME_RESULT),
+    ("'cuda' in str(device) on xpu", "device = torch.device('xpu')\nvalue = 'cuda' in str(device)\n", SAME_RESULT),
+    ("!= on meta", "device_type = 'meta'\nvalue = device_type != 'cuda'\n", SAME_RESULT),
+    ("is_cuda of a meta tensor", "value = torch.ones(1, device='meta').is_cuda\n", SAME_RESULT),
+    ("map_location of torch.device(0)",
+     "import io\nb = io.BytesIO()\ntorch.save(torch.ones(2), b)\nb.seek(0)\nvalue = torch.load(b, map_location=torch.device(0)).tolist()\n",
+     RUNS_NOW),
+]
+
+
+def _outcome(source: str) -> tuple[Any, str | None, str | None]:
+    namespace: dict[str, Any] = {}
+    torch.manual_seed(123)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            exec(compile(source, "<snippet>", "exec"), namespace)
+        except Exception as exc:  # noqa: BLE001 - compared
+            return None, type(exc).__name__, str(exc)
+    return namespace.get("value"), None, None
+
+
+def difference(before: tuple[Any, str | None, str | None], after: tuple[Any, str | None, str | None]) -> str:
+    """How the port's outcome differs from the original's, in the differential check's categories."""
+    if before == after:
+        return SAME_RESULT
+    if before[1] is None and after[1] is not None:
+        return RAISES_NOW
+    if before[1] is not None and after[1] is None:
+        return RUNS_NOW
+    if before[1] is not None:
+        return MESSAGE_WRONG
+    return VALUE_CHANGED
+
+
+def test_difference_puts_each_change_in_its_category() -> None:
+    assert difference((1, None, None), (1, None, None)) == SAME_RESULT
+    assert difference((1, None, None), (None, "RuntimeError", "x")) == RAISES_NOW
+    assert difference((None, "RuntimeError", "x"), (1, None, None)) == RUNS_NOW
+    assert difference((1, None, None), (2, None, None)) == VALUE_CHANGED
+    assert difference((None, "AssertionError", "CUDA"), (None, "AssertionError", "mps")) == MESSAGE_WRONG
+
+
+@pytest.mark.parametrize(("source", "allowed"), [s[1:] for s in SHAPES], ids=[s[0] for s in SHAPES])
+def test_ported_shape_means_on_the_cpu_backend_what_it_meant_without_cuda(source: str, allowed: str) -> None:
+    ported = port_source("import torch\n" + source)
+    assert ported.changed and ported.error is None, ported.error
+    before = _outcome("import torch\n" + source)
+    after = _outcome(ported.output)
+    found = difference(before, after)
+    assert found in (SAME_RESULT, allowed), f"{found}:\n{ported.output}\n{before}\n{after}"
+
+
+def test_the_accelerator_predicate_takes_only_the_selected_accelerator(monkeypatch: pytest.MonkeyPatch) -> None:
+    from accel_abstraction import device_tests
+
+    for device in ("cuda", "cuda:0", "cpu", "meta", torch.device("cpu")):
+        assert accel.is_accelerator_device(device) is False  # the cpu backend has no accelerator
+    monkeypatch.setattr(accel, "is_accelerator_available", lambda: True)
+    monkeypatch.setattr(accel, "device_type", lambda: "neuron")
+    assert device_tests.is_accelerator_device("neuron:1") and device_tests.is_accelerator_device(torch.device("meta")) is False
+    for other in ("cpu", "meta", "mps", "xpu", "cuda", "neuronx", "", None):
+        assert device_tests.is_accelerator_device(other) is False, other
+
+
+@pytest.mark.parametrize("source", [s[1] for s in SHAPES[:3]], ids=[s[0] for s in SHAPES[:3]])
+def test_a_guard_around_cuda_only_code_stays_closed_on_another_accelerator(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the emulated neuron device: an accelerator that is not CUDA; the block's CUDA-only call
+    # would stop there with "Torch not compiled with CUDA enabled"
+    before = _outcome("import torch\n" + source)
+    ported = port_source("import torch\n" + source).output
+    assert 'accel.device_type() == "cuda"' in ported or 'accel.device_type() != "cuda"' in ported, ported
+    monkeypatch.setattr(accel, "is_accelerator_available", lambda: True)
+    monkeypatch.setattr(accel, "device_type", lambda: "neuron")
+    assert _outcome(ported) == before, ported

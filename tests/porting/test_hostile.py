@@ -15,7 +15,7 @@ from accel_abstraction import safe_io
 from accel_abstraction.porting.__main__ import main
 
 COUPLED = "import torch\nx = torch.zeros(1).cuda()\n"
-PORTED = "import torch\nimport accel_abstraction as accel\nx = torch.zeros(1).to(accel.device())\n"
+PORTED = "import accel_abstraction as accel\nimport torch\nx = torch.zeros(1).to(accel.device())\n"
 ROOT = Path(__file__).resolve().parents[2]
 
 

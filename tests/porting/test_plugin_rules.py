@@ -120,7 +120,7 @@ def test_a_rule_in_one_file_of_a_plugin_is_scanned_and_ported(
     finally:
         plugins.reset()
     assert (project / "train.py").read_text() == (
-        "import mylib\nimport accel_abstraction as accel\n\naccel.synchronize()\nmylib.cpu_sync()\n"
+        "import accel_abstraction as accel\nimport mylib\n\naccel.synchronize()\nmylib.cpu_sync()\n"
     )
 
 

@@ -7,12 +7,15 @@ import torch
 from accel_cpu.backend import CpuBackend
 
 from accel_abstraction.errors import DeviceIndexError
+from accel_abstraction.interface import Backend
 from accel_abstraction.redirect import redirect_cuda
 from accel_abstraction.redirect.devices import DeviceTranslator
 
 
 class TwoCpus(CpuBackend):
     """A cpu backend that claims two devices, to see indices carried over."""
+
+    device = Backend.device  # indexed devices (the real cpu backend's carry no index)
 
     def device_count(self) -> int:
         return 2

@@ -56,8 +56,11 @@ RULE = Rule(
         ("d = torch.device(0)", "d = accel.device(0)"),
         ("torch.distributed.barrier(device_ids=[local_rank])", None),
         ('p.add_argument("--device", type=int, default=0)', None),
+        ("def train(model, gpu=0):\n    pass", None),
     ),
     counterexamples=(
+        "def train(model, rank=0, world_size=1):\n    pass",
+        "def train(model, device=None):\n    pass",
         "m = DDP(model, device_ids=[local_rank])",
         "y = x.to(torch.float16)",
         'p.add_argument("--epochs", type=int, default=0)',

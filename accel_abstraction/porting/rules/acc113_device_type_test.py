@@ -1,4 +1,11 @@
-"""ACC113: device-type test: false on any other accelerator, so its branch is skipped."""
+"""ACC113: device-type test: false on any other accelerator, so its branch is skipped.
+
+``x.device.type == "cuda"``, ``name.startswith("cuda")``, ``"cuda" in str(device)`` and
+``kind in ("cuda",)`` become ``accel.is_accelerator_device(...)`` (``not ...`` for ``!=`` /
+``not in``): true exactly where the device is the selected accelerator, false for ``cpu``,
+``meta``, ``mps``, ``xpu`` and any other type (:mod:`accel_abstraction.device_tests`).
+``!= "cpu"`` would take ``meta`` and ``mps`` for the accelerator.
+"""
 
 from __future__ import annotations
 
@@ -21,9 +28,18 @@ class DeviceTest:
         self.text = text  # its portable replacement; None when it cannot be folded
 
 
-def _quote(segment: Segment, literal: ast.AST) -> str:
-    text = segment(literal) or '"'
-    return "'" if text[:1] == "'" else '"'
+#: The portable test: true exactly where the device is the selected accelerator (never for cpu, meta, mps, ...).
+PREDICATE = "accel.is_accelerator_device"
+
+
+def _predicate(subject: str | None, positive: bool) -> str | None:
+    """``accel.is_accelerator_device(subject)``, negated for ``!=`` / ``not in``; ``None`` without a subject."""
+    if subject is None:
+        return None
+    if "\n" in subject:
+        subject = f"({subject})"
+    text = f"{PREDICATE}({subject})"
+    return text if positive else f"not {text}"
 
 
 Predicate = Callable[[ast.AST], bool]
@@ -45,10 +61,8 @@ def device_test(node: ast.AST, segment: Segment, is_device_ish: Predicate, inten
         and is_device_ish(node.func.value)
         and not intentional(node.func.value)
     ):
-        q = _quote(segment, node.args[0])
         subject = segment(node.func.value)
-        text = f"not {subject}.startswith({q}cpu{q})" if subject else None
-        return DeviceTest(node, text)
+        return DeviceTest(node, _predicate(subject, True))
     return None
 
 
@@ -64,14 +78,10 @@ def _compare(node: ast.Compare, segment: Segment, is_device_ish: Predicate, inte
     op = node.ops[0]
     left, right = node.left, node.comparators[0]
     if isinstance(op, (ast.In, ast.NotIn)) and str_value(left) == "cuda" and is_device_ish(right):
-        # "cuda" in device  ->  "cpu" not in device
+        # "cuda" in device  ->  accel.is_accelerator_device(device)
         if intentional(right):
             return None
-        q = _quote(segment, left)
-        subject = segment(right)
-        neg = "not in" if isinstance(op, ast.In) else "in"
-        text = f"{q}cpu{q} {neg} {subject}" if subject else None
-        return DeviceTest(node, text)
+        return DeviceTest(node, _predicate(segment(right), isinstance(op, ast.In)))
     for literal, other in ((right, left), (left, right)):
         value = str_value(literal)
         members: list[str] | None = None
@@ -84,11 +94,8 @@ def _compare(node: ast.Compare, segment: Segment, is_device_ish: Predicate, inte
         if not is_device_ish(other) or intentional(other):
             return None
         positive = isinstance(op, (ast.Eq, ast.In))
-        subject = segment(other)
-        foldable = subject is not None and (value == "cuda" or members == ["cuda"])
-        q = _quote(segment, literal if members is None else literal.elts[0])  # type: ignore[attr-defined]
-        text = f"{subject} {'!=' if positive else '=='} {q}cpu{q}" if foldable else None
-        return DeviceTest(node, text)
+        foldable = value == "cuda" or members == ["cuda"]
+        return DeviceTest(node, _predicate(segment(other), positive) if foldable else None)
     return None
 
 
@@ -116,19 +123,22 @@ RULE = Rule(
     "ACC113",
     "device-string",
     "device-type test: false on any other accelerator, so its branch is skipped",
-    '!= "cpu" (an accelerator)',
+    "accel.is_accelerator_device(x) (false for cpu, meta, mps and any other device)",
     portable=True,
     examples=(
-        ('if x.device.type == "cuda":\n    pass', 'if x.device.type != "cpu":'),
+        ('if x.device.type == "cuda":\n    pass', "if accel.is_accelerator_device(x.device.type):"),
         (
             "device_type = 'cuda' if 'cuda' in device else 'cpu'",
-            "device_type = accel.device_type() if 'cpu' not in device else 'cpu'",
+            "device_type = accel.device_type() if accel.is_accelerator_device(device) else 'cpu'",
         ),
-        ('ok = device.startswith("cuda")', 'ok = not device.startswith("cpu")'),
+        ('ok = device.startswith("cuda")', "ok = accel.is_accelerator_device(device)"),
+        ('on_gpu = "cuda" in str(x.device)', "on_gpu = accel.is_accelerator_device(str(x.device))"),
+        ('if device.type != "cuda":\n    pass', "if not accel.is_accelerator_device(device.type):"),
     ),
     counterexamples=(
         'if accel.device_type() == "cuda":\n    pass',
         'if x.device.type == "cpu":\n    pass',
+        "ok = accel.is_accelerator_device(device)",
         'ok = kind == "cuda"',
     ),
 )

@@ -27,7 +27,7 @@ RULE = Rule(
     examples=(
         (
             "torch.cuda.manual_seed_all(0)",
-            "accel.manual_seed_all(0) if accel.is_accelerator_available() else None",
+            "if accel.is_accelerator_available():",
         ),
     ),
 )

@@ -15,7 +15,7 @@ RULE = Rule(
     examples=(
         (
             "torch.backends.cudnn.deterministic = True",
-            "accel.set_deterministic(True) if accel.is_accelerator_available() else None",
+            "if accel.is_accelerator_available():",
         ),
     ),
 )

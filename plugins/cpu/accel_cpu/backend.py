@@ -21,7 +21,7 @@ __all__ = ["CpuBackend"]
 class CpuBackend(Backend):
     """Runs on ``torch.device("cpu")``.
 
-    One device. No streams, events or pinned memory: those raise :class:`CapabilityError`.
+    One device, ``torch.device("cpu")`` whatever index names it (:meth:`device`). No streams, events or pinned memory: those raise :class:`CapabilityError`.
     Memory statistics are the process's resident set size and its kernel-kept peak
     (``capabilities().memory_source == "process"``, see :mod:`accel_cpu.memory`); there is
     no cache to empty, so :meth:`empty_cache` does nothing. Autocast defaults to bfloat16
@@ -79,6 +79,21 @@ class CpuBackend(Backend):
 
     def set_device(self, device: DeviceLike) -> None:
         self.index_of(device)  # validates; there is only one CPU device
+
+    def device(self, index: DeviceLike = None) -> torch.device:
+        """``torch.device("cpu")`` for every valid index: the device CPU tensors report.
+
+        ``cpu:0`` would be a different answer where PyTorch compares devices
+        (``t.device == accel.device(0)`` is False for it) and one ``torch.load(map_location=...)``
+        refuses ("don't know how to restore data location ... tagged with cpu:0"), so a port of
+        ``torch.device(0)`` or ``f"cuda:{rank}"`` to ``accel.device(i)`` works where the index is 0.
+        """
+        if index is not None:
+            self.index_of(index)  # validates: index 1 is out of range, "cuda:0" is another type
+        dev = self._default_device
+        if dev is None:
+            dev = self._default_device = torch.device("cpu")
+        return dev
 
     def device_name(self, device: DeviceLike = None) -> str:
         self.index_of(device)

@@ -48,7 +48,7 @@ on_accelerator = x.device.type != "cpu"
 if x.device.type == "cpu":
     pass
 local_rank = 0
-ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank])
+ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=None)
 gpu_flags = {"use_gpu": False}
 pin_mem = True
 args = parser.parse_args()

@@ -23,7 +23,7 @@ def setup(backend="nccl"):  # expect: ACC171
 dist.init_process_group("nccl", rank=local_rank, world_size=2)  # expect: ACC171
 torch.cuda.set_device(local_rank)  # expect: ACC123
 model = torch.nn.Linear(8, 8).to(local_rank)  # expect: ACC104
-ddp = DDP(model, device_ids=[local_rank])  # DDP takes any accelerator's ids: not reported
+ddp = DDP(model, device_ids=[local_rank], output_device=local_rank)  # expect: ACC172
 dist.barrier(device_ids=[local_rank])  # expect: ACC104
 data = TensorDataset(torch.randn(64, 8))
 loader = DataLoader(data, batch_size=8, pin_memory=True, num_workers=2)  # expect: ACC191
