@@ -165,7 +165,7 @@ def _check_something_compared(args: argparse.Namespace, backends: list[str]) -> 
     """Fewer than two runs to compare and no --reference: not a pass (exit 2), whatever the default list."""
     if len(backends) >= 2 or args.reference is not None or args.record is not None:
         return
-    given = "--backends names" if args.backends is not None else "the default (every backend available here) is"
+    given = "--backends names" if args.backends is not None else "the default (every backend that runs here, emulated or not) is"
     raise NothingToCompareError(
         f"accel parity: {given} one backend ({backends[0]}), so nothing would be compared"
         + (f" (its {args.seeds} seeds are only its own noise)" if args.seeds > 1 else "")

@@ -41,7 +41,7 @@ from . import fingerprint as fp
 from .pattern import MetricPattern
 from .seeding import ENV_VAR as SEED_ENV
 
-__all__ = ["BackendRun", "available_backends", "backend_env", "emulation_var", "plan_runs", "run_backends", "run_planned"]
+__all__ = ["BackendRun", "backend_env", "emulation_var", "plan_runs", "run_backends", "run_planned"]
 
 POLL_SECONDS = 0.1
 #: Variables that describe one run of a parity check: set per run, never inherited from the caller.
@@ -80,30 +80,6 @@ class BackendRun:
     def series(self, key: str) -> dict[int, float]:
         """``{step: value}`` of the numeric metric ``key`` (the last record wins for a repeated step)."""
         return {int(r["step"]): float(r[key]) for r in self.records if isinstance(r.get(key), (int, float))}
-
-
-def available_backends() -> list[str]:
-    """Registered backends available in this environment, lowest priority (the host CPU) first."""
-    import warnings
-
-    from ..errors import PluginError
-    from ..plugins import get_host
-    from ..selection import build_backend
-
-    names = []
-    for entry in get_host().registry.by_priority():
-        try:
-            backend = build_backend(entry, None)
-        except PluginError as exc:  # a broken factory leaves the default list, it does not stop it
-            warnings.warn(
-                f"skipping backend {entry.spec.name!r}: its factory raised {exc!r}",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            continue
-        if backend.is_available():
-            names.append(entry.spec.name)
-    return names[::-1]
 
 
 class _Follower:

@@ -116,7 +116,7 @@ def test_parity_on_hostile_metrics_says_so_in_one_line(
 ) -> None:
     script = tmp_path / "train.py"
     script.write_text("import accel_abstraction as accel\n" + body)
-    code = parity(str(script), "--backends", "cpu", "--out", str(tmp_path / "out"), "--no-plot")
+    code = parity(str(script), "--backends", "cpu,cpu", "--out", str(tmp_path / "out"), "--no-plot")
     out = capsys.readouterr()
     assert code != 0 and "Traceback" not in out.err
     assert said in " ".join((out.out + out.err).split())  # rich wraps long lines

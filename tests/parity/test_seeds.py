@@ -113,11 +113,11 @@ def test_one_backend_compares_nothing_and_says_what_to_add(
     err = capsys.readouterr().err
     assert "nothing would be compared" in err and "--reference FILE" in err and "--backends cpu,NAME" in err
     assert not (tmp_path / "parity.json").exists()  # refused before anything ran
-    import accel_abstraction.parity.runner as runner
+    import accel_abstraction.emulation as emulation
 
-    monkeypatch.setattr(runner, "available_backends", lambda: ["cpu"])  # whatever the default list holds
+    monkeypatch.setattr(emulation, "runnable_backends", lambda: ["cpu"])  # whatever the default list holds
     assert parity(NOISY, "--seeds", "3", "--out", str(tmp_path)) == 2
-    assert "the default (every backend available here) is one backend (cpu)" in capsys.readouterr().err
+    assert "the default (every backend that runs here, emulated or not) is one backend (cpu)" in capsys.readouterr().err
 
 
 def _runs(group: str, curves: list[list[float]]) -> list[BackendRun]:
