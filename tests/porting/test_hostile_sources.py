@@ -47,10 +47,10 @@ def test_cr_only_and_mixed_endings_scan_like_lf(tree: Path, newline: str, capsys
     else:
         text = COUPLED.replace("\n", newline)
     (tree / "other.py").write_bytes(text.encode())
-    assert main(["scan", "lf.py"]) == 0
+    assert main(["scan", "lf.py"]) == 1  # findings: exit 1, as a linter
     want = [line.replace("lf.py", "other.py") for line in _lines(capsys.readouterr().out)]
     assert len(want) == 2  # ACC111 at 2:5, the synchronize at 3:1
-    assert main(["scan", "other.py"]) == 0
+    assert main(["scan", "other.py"]) == 1
     assert _lines(capsys.readouterr().out) == want
 
 
