@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import sys
+import types
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +27,10 @@ _is_emulated = True
 
 _DeviceLike = int | str | torch.device | None
 
-_initialized = False
+# Whether the device was used (what is_initialized() answers). torch reads CUDA's private
+# ``_initialized`` flag off the module (torch.utils.checkpoint: stash the device's RNG state or
+# not): this module's class (_DeviceModule, at the end) answers it with is_initialized().
+_used = False
 
 
 _index = devices.index_of
@@ -54,11 +59,11 @@ def set_device(device: _DeviceLike) -> None:
 
     Like ``torch.cuda.set_device`` it initialises the device (:func:`is_initialized`).
     """
-    global _initialized
+    global _used
     if device is None or device == -1:
         return
     devices.set_current(_index(device))
-    _initialized = True
+    _used = True
 
 
 def _exchange_device(device: int) -> int:
@@ -110,25 +115,30 @@ _native_used: Callable[..., bool] | None = None
 
 
 def is_initialized() -> bool:
-    """Whether :func:`init` has run or a neuron tensor has been created (as CUDA's lazy init)."""
-    global _initialized
-    if not _initialized and _native_used is not None and _native_used():
-        _initialized = True
-    return _initialized
+    """Whether :func:`init` has run or a neuron tensor has been created (as CUDA's lazy init).
+
+    With the compiled per-op path a neuron storage is made in C++ without Python knowing: the
+    core's first-use flag (``native.device_used``) is read here. ``torch.neuron._initialized``
+    answers the same (:class:`_DeviceModule`).
+    """
+    global _used
+    if not _used and _native_used is not None and _native_used():
+        _used = True
+    return _used
 
 
 def set_initialized(value: bool) -> None:
     """Set what :func:`is_initialized` answers (the self-test restores it after its own tensors)."""
-    global _initialized
-    _initialized = value
+    global _used
+    _used = value
     if _native_used is not None:
         _native_used(value)
 
 
 def init() -> None:
     """Initialise the device (a no-op for the emulator, recorded for :func:`is_initialized`)."""
-    global _initialized
-    _initialized = True
+    global _used
+    _used = True
 
 
 def _is_in_bad_fork() -> bool:
@@ -383,3 +393,29 @@ def is_bf16_supported() -> bool:
 def get_amp_supported_dtype() -> list[torch.dtype]:
     """The dtypes autocast accepts on this device."""
     return [torch.float32, torch.float16, torch.bfloat16]
+
+
+# ---------------------------------------------------------------- CUDA's private flag
+
+
+class _DeviceModule(types.ModuleType):
+    """The class of this module: ``_initialized`` is :func:`is_initialized`, not a stale variable.
+
+    torch reads ``getattr(device_module, "_initialized", False)`` (CUDA's lazy-init flag) where
+    it must not initialise the device by asking: ``torch.utils.checkpoint`` stashes the device's
+    RNG state before the forward, and restores it for the recomputation, only if the flag is
+    set. A module variable set by Python alone stayed False on the compiled per-op path (the C++
+    core makes the storages and records their first use in its own flag), so checkpoint
+    recomputed dropout with the RNG state after the forward: other masks, wrong gradients.
+    """
+
+    @property
+    def _initialized(self) -> bool:
+        return is_initialized()
+
+    @_initialized.setter
+    def _initialized(self, value: bool) -> None:
+        set_initialized(bool(value))
+
+
+sys.modules[__name__].__class__ = _DeviceModule

@@ -78,8 +78,8 @@ def _new_storage_over(
     run_backward_in_caller_thread()
     if nbytes:
         _track(st, ptr, nbytes, index)
-        if not device_module._initialized:
-            device_module._initialized = True  # first use of the device, as CUDA's lazy init
+        if not device_module.is_initialized():
+            device_module.set_initialized(True)  # first use of the device, as CUDA's lazy init
     return st
 
 
