@@ -39,12 +39,14 @@ def needs_input(x):
 '''
 
 
+@pytest.mark.slow  # starts interpreters (docs/testing.md)
 def test_the_port_keeps_what_the_file_does_on_cpu() -> None:
     result = compare("example", ORIGINAL, port_source(ORIGINAL).output)
     assert (result.changed, result.called, result.skipped) == (False, 3, 1), result.detail
     assert result.now_run == ("current",)
 
 
+@pytest.mark.slow  # starts interpreters (docs/testing.md)
 def test_a_port_that_answers_differently_on_cpu_is_reported() -> None:
     # what accel port wrote before the cpu-meaning column: the accel call itself, unguarded
     careless = ORIGINAL.replace("torch.cuda.device_count()", "accel.device_count()")

@@ -15,6 +15,7 @@ from .tries import main
 SAMPLE = 12
 
 
+@pytest.mark.slow  # starts interpreters (docs/testing.md)
 def test_a_sample_of_the_hostile_tries_is_clean(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["--sample", str(SAMPLE), "--points", "10", "--seed", "27", "--fast"])
     out = capsys.readouterr().out

@@ -24,6 +24,7 @@ def _run(tmp_path: Any, env: dict[str, str], *args: str) -> dict[str, Any]:
     return last_json(run_python([SCRIPT, *args], env, cwd=tmp_path, timeout=300))
 
 
+@pytest.mark.slow  # starts interpreters (docs/testing.md)
 def test_import_registers_accel_and_each_backend_without_selecting(tmp_path: Any) -> None:
     code = (
         "import json, sys\n"

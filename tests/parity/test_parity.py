@@ -14,6 +14,7 @@ from accel_abstraction.parity.runner import BackendRun
 from .conftest import PNG_MAGIC, REPO, TINY, parity
 
 
+@pytest.mark.slow  # starts interpreters (docs/testing.md)
 def test_identical_runs_match_bitwise(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
     assert parity(TINY, "--backends", "cpu,cpu", "--out", str(out), "--", "--steps", "5") == 0
@@ -33,6 +34,7 @@ def test_identical_runs_match_bitwise(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "match" in text
 
 
+@pytest.mark.slow  # starts interpreters (docs/testing.md)
 def test_perturbed_run_diverges_at_the_right_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
     flag = tmp_path / "perturb"
@@ -60,6 +62,7 @@ def test_perturbed_run_diverges_at_the_right_step(tmp_path: Path, capsys: pytest
     assert not compare_runs(runs, atol=5e-5).passed
 
 
+@pytest.mark.slow  # starts interpreters (docs/testing.md)
 def test_failed_run_exits_2_and_is_reported(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert parity(TINY, "--backends", "cpu,cpu", "--out", str(out), "--no-plot", "--", "--fail") == 2

@@ -78,6 +78,7 @@ def test_perturbed_value_is_named_with_step_and_both_values() -> None:
     ]
 
 
+@pytest.mark.slow  # starts interpreters (docs/testing.md)
 def test_all_nan_script_exits_1_with_the_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
     code = parity(TINY, "--backends", "cpu,cpu", "--out", str(out), "--no-plot", "--", "--nan-from", "0")
@@ -89,6 +90,7 @@ def test_all_nan_script_exits_1_with_the_step(tmp_path: Path, capsys: pytest.Cap
     assert report["comparisons"][0]["first_nonfinite_step"] == 0
 
 
+@pytest.mark.slow  # starts interpreters (docs/testing.md)
 def test_script_that_stops_early_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
     assert parity(TINY, "--backends", "cpu,cpu", "--out", str(out), "--no-plot", "--", "--stop-after", "3") == 1

@@ -320,6 +320,7 @@ def test_count_from_the_environment_and_a_clear_error_without_the_cpp_core(run_p
     assert "its C++ core could not be built" in proc.stderr
 
 
+@pytest.mark.slow  # starts interpreters (docs/testing.md)
 def test_two_ranks_use_neuron_0_and_neuron_1(tmp_path):
     script = Path(__file__).parent / "scripts" / "device_mesh_rank.py"
     with socket.socket() as s:

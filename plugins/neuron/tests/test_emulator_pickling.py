@@ -40,6 +40,7 @@ def test_emulated_parameter_pickles_with_requires_grad(neuron_emulator: torch.de
     assert isinstance(back, torch.nn.Parameter) and back.requires_grad and back.device == param.device
 
 
+@pytest.mark.slow  # starts interpreters (docs/testing.md)
 def test_emulated_tensor_travels_through_a_multiprocessing_queue(tmp_path: Path) -> None:
     script = tmp_path / "send_over_queue.py"
     script.write_text(
