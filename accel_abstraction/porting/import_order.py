@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
-import tomllib
 from libcst.helpers import get_full_name_for_node
+
+from ..pyproject import _tomllib
 
 __all__ = ["ImportStyle", "long_lines", "place_accel_import", "style_for"]
 
@@ -101,6 +102,7 @@ def long_lines(source: str, output: str, limit: int | None) -> list[int]:
 
 @functools.lru_cache(maxsize=256)
 def _style_in(folder: Path) -> ImportStyle:
+    tomllib = _tomllib()  # tomli on Python 3.10
     for directory in (folder, *folder.parents):
         for name, *tables in _CONFIGS:
             config = directory / name
