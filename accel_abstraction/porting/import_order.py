@@ -25,7 +25,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from ..pyproject import _tomllib
+from ..pyproject import toml_parser
 
 __all__ = ["ImportStyle", "long_lines", "place_accel_import", "style_for"]
 
@@ -102,7 +102,7 @@ def long_lines(source: str, output: str, limit: int | None) -> list[int]:
 
 @functools.lru_cache(maxsize=256)
 def _style_in(folder: Path) -> ImportStyle:
-    tomllib = _tomllib()  # tomli on Python 3.10
+    tomllib = toml_parser()
     for directory in (folder, *folder.parents):
         for name, *tables in _CONFIGS:
             config = directory / name
