@@ -198,7 +198,6 @@ def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from .. import exits
-    from ..exits import terminate_on_sigterm
     from .compare import compare_runs
     from .ensemble import compare_ensembles
     from .locating import locate_all
@@ -250,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
         before = settings_mismatches(reference, now)
         for line in before:
             console.print(f"[yellow]settings differ from the reference: {escape(line)}", highlight=False)
-    with terminate_on_sigterm():  # SIGTERM ends the runs' process groups too
+    with exits.terminate_on_sigterm():  # SIGTERM ends the runs' process groups too
         runs = run_backends(
             script,
             script_args,
