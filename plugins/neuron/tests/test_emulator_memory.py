@@ -185,6 +185,21 @@ def test_a_host_allocation_failure_is_out_of_memory_too() -> None:
     assert _counts() == before
 
 
+def test_num_ooms_counts_each_out_of_memory_until_the_accumulated_reset(small_device: int) -> None:
+    """``memory_stats()["num_ooms"]`` as CUDA counts it: one per raised OOM, device or host, zeroed by the reset."""
+    torch.neuron.reset_accumulated_memory_stats()
+    assert torch.neuron.memory_stats()["num_ooms"] == 0
+    for n in (61 * _MiB, 2**50, 100 * _MiB):  # past the 60 MiB device, past any host, past the device again
+        with pytest.raises(torch.OutOfMemoryError):
+            torch.empty(n, dtype=torch.uint8, device="neuron")
+    with pytest.raises(torch.OutOfMemoryError):
+        torch.ones(61 * _MiB, dtype=torch.uint8, device="neuron")  # through an op's result
+    x = torch.empty(_MiB, dtype=torch.uint8, device="neuron")  # a success counts nothing
+    assert torch.neuron.memory_stats()["num_ooms"] == 4
+    torch.neuron.reset_accumulated_memory_stats()
+    assert torch.neuron.memory_stats()["num_ooms"] == 0 and x.device.type == "neuron"
+
+
 def test_the_setting_sizes_the_device(neuron_selected, monkeypatch: pytest.MonkeyPatch) -> None:
     from accel_neuron.emulator import memory
 

@@ -31,6 +31,7 @@ _KEYS = (
     "freed_total",
     "current_count",
     "peak_count",
+    "num_ooms",
 )
 
 # one statistics dict per device index (see ensure())
@@ -92,7 +93,13 @@ def format_size(nbytes: int) -> str:
 
 
 def out_of_memory(nbytes: int, index: int = 0, reason: str | None = None) -> torch.OutOfMemoryError:
-    """The ``torch.OutOfMemoryError`` for `nbytes` more on device `index` (`reason`: the host's failure)."""
+    """The ``torch.OutOfMemoryError`` for `nbytes` more on device `index` (`reason`: the host's failure).
+
+    Counted in ``memory_stats()["num_ooms"]`` here: every caller raises it.
+    """
+    s = _state(index)
+    s["num_ooms"] += 1
+    _store(index, s)
     held = allocated(index)
     total = capacity(index)
     fields = {
@@ -199,7 +206,7 @@ def reset_peak(index: int = 0) -> None:
 def reset_accumulated(index: int = 0) -> None:
     """Zero the accumulated (ever allocated / freed) counters of device `index`."""
     s = _state(index)
-    for key in ("alloc_count", "free_count", "allocated_total", "freed_total"):
+    for key in ("alloc_count", "free_count", "allocated_total", "freed_total", "num_ooms"):
         s[key] = 0
     _store(index, s)
 
@@ -218,7 +225,7 @@ def stats(index: int = 0) -> dict[str, Any]:
         out[f"{name}.all.allocated"] = alloc
         out[f"{name}.all.freed"] = freed
     out["num_alloc_retries"] = 0
-    out["num_ooms"] = 0
+    out["num_ooms"] = s["num_ooms"]
     return out
 
 

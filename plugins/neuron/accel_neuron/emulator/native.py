@@ -260,7 +260,7 @@ def enable_native_dropout() -> None:
         raise EmulatorError(f"the neuron emulator could not register its compiled dropout kernels: {reason}")
 
 
-_Stats = ctypes.c_int64 * 8
+_Stats = ctypes.c_int64 * 9  # memory._KEYS (fast_path.cpp's kStats)
 
 
 def memory_get(index: int) -> list[int]:

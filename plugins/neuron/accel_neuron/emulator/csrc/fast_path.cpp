@@ -117,8 +117,8 @@ constexpr int kMaxDevices = 64;
 // ---- memory statistics ---------------------------------------------------------------------
 
 // Same keys and order as memory.py's _KEYS.
-enum Stat { kAllocated, kPeak, kAllocCount, kFreeCount, kAllocatedTotal, kFreedTotal, kCurrentCount, kPeakCount };
-constexpr int kStats = 8;
+enum Stat { kAllocated, kPeak, kAllocCount, kFreeCount, kAllocatedTotal, kFreedTotal, kCurrentCount, kPeakCount, kNumOoms };
+constexpr int kStats = 9;
 
 // One lock for the memory statistics and the pointer map below: a storage's birth and death touch both.
 std::mutex stats_mutex;
@@ -153,6 +153,10 @@ void fill(std::string& text, const std::string& field, const std::string& value)
 
 // The out-of-memory message for `nbytes` more on device `index` holding `held` (`reason`: the host's).
 std::string oom_message(int64_t nbytes, int index, int64_t held, const std::string* reason) {
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex);  // every raise builds its message here: count it (num_ooms)
+    stats[index][kNumOoms] += 1;
+  }
   std::string text = reason == nullptr ? device_oom_message : host_oom_message;
   int64_t total = capacity.load(std::memory_order_relaxed);
   fill(text, "{size}", format_size(nbytes));
@@ -1177,7 +1181,7 @@ const char* accel_neuron_emulator_last_error() {
   return last_error.c_str();
 }
 
-// Memory statistics of device `index` (memory.py's _KEYS order) into out[8].
+// Memory statistics of device `index` (memory.py's _KEYS order) into out[kStats].
 void accel_neuron_emulator_memory_get(int index, int64_t* out) {
   std::lock_guard<std::mutex> lock(stats_mutex);
   for (int k = 0; k < kStats; ++k) out[k] = stats[index][k];
