@@ -41,13 +41,18 @@ nox.options.sessions = ["lint", "typecheck", "matrix"]
 
 ROOT = Path(__file__).parent
 REPORTS = ROOT / ".nox" / "reports"
+#: The in-tree backends (``plugins/in-tree.txt``, the one list of them).
+IN_TREE_PLUGINS = [
+    line.strip()
+    for line in (ROOT / "plugins" / "in-tree.txt").read_text().splitlines()
+    if line.strip() and not line.startswith("#")
+]
 DEPENDENCY_FILES = [
     "requirements-dev.txt",
     "constraints.txt",
     "pyproject.toml",
-    "plugins/cpu/pyproject.toml",
-    "plugins/cuda/pyproject.toml",
-    "plugins/neuron/pyproject.toml",
+    "plugins/in-tree.txt",
+    *(f"plugins/{name}/pyproject.toml" for name in IN_TREE_PLUGINS),
 ]
 
 #: Environment of each test leg: only the backend selection differs.
@@ -298,7 +303,7 @@ def install_torch_release(session: nox.Session, version: str) -> None:
     constraints.write_text("\n".join([*pins, f"torch=={version}", ""]))
     session.install(
         "-c", str(constraints), "--find-links", str(wheels),
-        "-e", ".[dev]", "-e", "plugins/cpu", "-e", "plugins/cuda", "-e", "plugins/neuron",
+        "-e", ".[dev]", *(arg for name in IN_TREE_PLUGINS for arg in ("-e", f"plugins/{name}")),
         env=NO_GLOBAL_CONSTRAINT,
     )  # fmt: skip
     if stamp is not None:
