@@ -3,6 +3,8 @@
 * ``tests(backend='cpu'|'neuron'|'cuda')``: the test suite with one backend selected
   (``neuron`` runs on the CPU emulation; ``cuda`` is skipped, with the plugin's reason, where
   there is no GPU). Arguments after ``--`` go to pytest: ``nox -s "tests(backend='cpu')" -- -k parity``.
+* ``cuda``: the cuda leg where there is an NVIDIA GPU (the cuda plugin's tests, then
+  ``accel parity examples/train.py --backends cpu,cuda``); skipped with the reason elsewhere; not in CI.
 * ``matrix``: every backend leg in one environment, then one table of passed/failed/skipped.
 * ``lint`` (ruff), ``typecheck`` (mypy), ``bench`` (``benchmarks/*.py``), ``patches``.
 * ``transformers_tests`` / ``torch_tests``: transformers' model tests / PyTorch's device-generic test
@@ -18,7 +20,7 @@ Environments are plain ``venv`` ones filled by pip from ``requirements-dev.txt``
 torch). They are reused between runs, and the install is skipped while the requirement and
 project files are unchanged (``nox -s NAME --reuse-venv=no`` rebuilds one).
 
-Why one file of ~410 lines: nox reads its sessions from this one file, and the helpers here
+Why one file of ~460 lines: nox reads its sessions from this one file, and the helpers here
 (installing the pinned requirements, torch releases, the per-backend legs) serve only them.
 """
 
@@ -204,6 +206,20 @@ def tests(session: nox.Session, backend: str) -> None:
     if reason := _unavailable(session, backend):
         session.skip(f"{backend}: {reason}")
     _run_leg(session, backend, check=True)
+
+
+@nox.session
+def cuda(session: nox.Session) -> None:
+    """The cuda leg on a machine with an NVIDIA GPU (not in CI): the cuda plugin's tests with real
+    CUDA, then the main job compared between cpu and cuda. Skips, saying why, without a GPU or
+    without a CUDA build of torch (install one in ``.nox/cuda`` first; see docs/testing.md)."""
+    if reason := _no_gpu_reason():
+        session.skip(f"cuda: {reason}")
+    install_dev(session)
+    if reason := _unavailable(session, "cuda"):
+        session.skip(f"cuda: {reason}")
+    session.run("pytest", "-q", "plugins/cuda/tests", *session.posargs, env=BACKENDS["cuda"])
+    session.run("accel", "parity", "examples/train.py", "--backends", "cpu,cuda")
 
 
 @nox.session
