@@ -3,6 +3,8 @@
 * ``tests(backend='cpu'|'neuron'|'cuda')``: the test suite with one backend selected
   (``neuron`` runs on the CPU emulation; ``cuda`` is skipped, with the plugin's reason, where
   there is no GPU). Arguments after ``--`` go to pytest: ``nox -s "tests(backend='cpu')" -- -k parity``.
+* ``cuda``: the cuda leg where there is an NVIDIA GPU (the cuda plugin's tests, then
+  ``accel parity examples/train.py --backends cpu,cuda``); skipped with the reason elsewhere; not in CI.
 * ``matrix``: every backend leg in one environment, then one table of passed/failed/skipped.
 * ``lint`` (ruff), ``typecheck`` (mypy), ``bench`` (``benchmarks/*.py``), ``patches``.
 * ``transformers_tests`` / ``torch_tests``: transformers' model tests / PyTorch's device-generic test
@@ -18,7 +20,7 @@ Environments are plain ``venv`` ones filled by pip from ``requirements-dev.txt``
 torch). They are reused between runs, and the install is skipped while the requirement and
 project files are unchanged (``nox -s NAME --reuse-venv=no`` rebuilds one).
 
-Why one file of ~410 lines: nox reads its sessions from this one file, and the helpers here
+Why one file of ~460 lines: nox reads its sessions from this one file, and the helpers here
 (installing the pinned requirements, torch releases, the per-backend legs) serve only them.
 """
 
@@ -41,13 +43,18 @@ nox.options.sessions = ["lint", "typecheck", "matrix"]
 
 ROOT = Path(__file__).parent
 REPORTS = ROOT / ".nox" / "reports"
+#: The in-tree backends (``plugins/in-tree.txt``, the one list of them).
+IN_TREE_PLUGINS = [
+    line.strip()
+    for line in (ROOT / "plugins" / "in-tree.txt").read_text().splitlines()
+    if line.strip() and not line.startswith("#")
+]
 DEPENDENCY_FILES = [
     "requirements-dev.txt",
     "constraints.txt",
     "pyproject.toml",
-    "plugins/cpu/pyproject.toml",
-    "plugins/cuda/pyproject.toml",
-    "plugins/neuron/pyproject.toml",
+    "plugins/in-tree.txt",
+    *(f"plugins/{name}/pyproject.toml" for name in IN_TREE_PLUGINS),
 ]
 
 #: Environment of each test leg: only the backend selection differs.
@@ -202,6 +209,20 @@ def tests(session: nox.Session, backend: str) -> None:
 
 
 @nox.session
+def cuda(session: nox.Session) -> None:
+    """The cuda leg on a machine with an NVIDIA GPU (not in CI): the cuda plugin's tests with real
+    CUDA, then the main job compared between cpu and cuda. Skips, saying why, without a GPU or
+    without a CUDA build of torch (install one in ``.nox/cuda`` first; see docs/testing.md)."""
+    if reason := _no_gpu_reason():
+        session.skip(f"cuda: {reason}")
+    install_dev(session)
+    if reason := _unavailable(session, "cuda"):
+        session.skip(f"cuda: {reason}")
+    session.run("pytest", "-q", "plugins/cuda/tests", *session.posargs, env=BACKENDS["cuda"])
+    session.run("accel", "parity", "examples/train.py", "--backends", "cpu,cuda")
+
+
+@nox.session
 def matrix(session: nox.Session) -> None:
     """Every backend leg in one environment, then one summary table (from the junit reports)."""
     install_dev(session)
@@ -298,7 +319,7 @@ def install_torch_release(session: nox.Session, version: str) -> None:
     constraints.write_text("\n".join([*pins, f"torch=={version}", ""]))
     session.install(
         "-c", str(constraints), "--find-links", str(wheels),
-        "-e", ".[dev]", "-e", "plugins/cpu", "-e", "plugins/cuda", "-e", "plugins/neuron",
+        "-e", ".[dev]", *(arg for name in IN_TREE_PLUGINS for arg in ("-e", f"plugins/{name}")),
         env=NO_GLOBAL_CONSTRAINT,
     )  # fmt: skip
     if stamp is not None:

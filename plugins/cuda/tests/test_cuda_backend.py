@@ -167,3 +167,10 @@ def test_hot_bindings_cover_the_step_calls(backend: CudaBackend) -> None:
     assert bound["device_count"] is torch.cuda.device_count
     if NO_GPU:
         assert bound["device_count"]() == 0
+
+
+@needs_no_gpu
+def test_amp_dtype_without_bf16_is_float16(backend: CudaBackend) -> None:
+    # no device, so no bf16: the "auto" AMP dtype falls back to float16, the dtype GradScaler exists for
+    assert backend.preferred_amp_dtype() is torch.float16
+    assert torch.bfloat16 not in backend.supported_dtypes()
