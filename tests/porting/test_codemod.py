@@ -168,3 +168,29 @@ def test_lines_the_port_made_too_long_are_noted(tmp_path) -> None:  # type: igno
     plain = port_source(source)  # no settings: 88 or the file's longest line, whichever is more
     assert plain.line_limit == 88 and plain.long_lines == [5]
     assert port_source("import torch\nx = y.cuda()\n").long_lines == []
+
+
+@pytest.mark.parametrize(
+    ("imports", "use", "ported_use"),
+    [
+        ("from torch.cuda import device_count as cuda_device_count\n", "n = cuda_device_count()\n",
+         "n = accel.device_count() if accel.is_accelerator_available() else 0\n"),
+        ("from torch.backends import cudnn as cd\n", "cd.benchmark = True\n", "accel.set_benchmark(True)\n"),
+        ("from torch.cuda.amp import autocast as ac\n", "with ac():\n    pass\n",
+         "with accel.autocast(enabled=accel.is_accelerator_available()):\n    pass\n"),
+        ("import torch.cuda as tc\n", "tc.synchronize()\n", "accel.synchronize()\n"),
+    ],
+    ids=["device_count as", "cudnn as", "autocast as", "torch.cuda as"],
+)
+def test_alias_import_is_ported_with_its_calls_and_removed(imports: str, use: str, ported_use: str) -> None:
+    result = port_source("import torch\n" + imports + "\n" + use)
+    assert result.error is None
+    assert result.output == "import accel_abstraction as accel\nimport torch\n\n" + ported_use  # isort order, one section
+    assert result.manual == []
+
+
+def test_alias_import_kept_where_a_use_needs_a_person() -> None:
+    source = "import torch\nfrom torch.cuda import device_count as cuda_device_count\n\nfn = cuda_device_count\n"
+    result = port_source(source)
+    assert "from torch.cuda import device_count as cuda_device_count\n" in result.output
+    assert [f.code for f in result.manual] == ["ACC122"]

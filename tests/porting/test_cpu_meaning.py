@@ -156,6 +156,15 @@ SHAPES: list[tuple[str, str, str]] = [
     ("map_location of torch.device(0)",
      "import io\nb = io.BytesIO()\ntorch.save(torch.ones(2), b)\nb.seek(0)\nvalue = torch.load(b, map_location=torch.device(0)).tolist()\n",
      RUNS_NOW),
+    # alias imports: the calls are ported through the alias and the dead import goes
+    ("from-import alias of device_count",
+     "from torch.cuda import device_count as cuda_device_count\nvalue = cuda_device_count()\n", SAME_RESULT),
+    ("module alias import torch.cuda as tc",
+     "import torch.cuda as tc\ntc.manual_seed_all(1)\nvalue = (tc.is_available(), torch.rand(2).tolist())\n", SAME_RESULT),
+    ("cudnn alias flag",
+     "from torch.backends import cudnn as cd\ncd.benchmark = False\nvalue = torch.ones(2).sum().item()\n", SAME_RESULT),
+    ("autocast alias",
+     "from torch.cuda.amp import autocast as ac\nwith ac():\n    value = (torch.ones(2, 2) @ torch.ones(2, 2)).dtype\n", SAME_RESULT),
 ]
 
 
