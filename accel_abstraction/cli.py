@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from ._lazy import torch_first
-from .commands import CommandSpec, collect_commands
+from .commands import BUILTIN_COMMANDS, CommandSpec, collect_commands
 from .errors import PluginError
 from .exits import print_error, run_command
 from .plugins import get_host
@@ -24,9 +24,13 @@ from .plugins import get_host
 __all__ = ["Parser", "available_commands", "build_parser", "main", "owns_process", "print_error", "run"]
 
 
-def available_commands() -> dict[str, CommandSpec]:
-    """Name -> spec of every subcommand: the built-in ones and those plugins register."""
-    return collect_commands(get_host())
+def available_commands(command: str | None = None) -> dict[str, CommandSpec]:
+    """Name -> spec of every subcommand: the built-in ones and those plugins register.
+
+    For a built-in ``command`` that needs no backend, only plugins' tools modules are imported.
+    """
+    tools_only = any(spec.name == command and not spec.needs_backends for spec in BUILTIN_COMMANDS)
+    return collect_commands(get_host("tools" if tools_only else "all"))
 
 
 _LITERAL = re.compile(r"``(.+?)``", re.DOTALL)
@@ -42,7 +46,7 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``accel`` parser; the full sub-parser only for ``command`` (all of them when None)."""
-    commands = available_commands()
+    commands = available_commands(command)
     parser = Parser(prog="accel", description="Hardware-agnostic accelerator layer for PyTorch.")
     parser.add_argument("--traceback", action="store_true", help="show the full traceback of an error")
     parser.add_argument("--version", action="version", version=f"accel {_version()}")

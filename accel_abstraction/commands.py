@@ -49,6 +49,9 @@ class CommandSpec:
     name: str
     help: str
     module: str
+    needs_backends: bool = True
+    """False: the command uses no backend, so only plugins' tools modules are imported for it
+    (``accel_abstraction.plugin_discovery``)."""
     imports_torch: bool = False
     """The module imports torch when it is imported: the CLI imports torch before it (so that a
     backend plugin's ``torch.backends`` autoload never meets our modules half-imported)."""
@@ -60,11 +63,11 @@ class CommandSpec:
 
 BUILTIN_COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("info", "show plugins, backends, the selected backend and why", "accel_abstraction.info"),
-    CommandSpec("config", "show every effective setting, its value and its source", "accel_abstraction.config_cli"),
+    CommandSpec("config", "show every effective setting, its value and its source", "accel_abstraction.config_cli", needs_backends=False),
     CommandSpec(
         "scan", "find CUDA coupling in Python code (reads it; never runs it)", "accel_abstraction.porting.cli"
-    ),
-    CommandSpec("port", "rewrite CUDA coupling to the accel_abstraction API", "accel_abstraction.porting.cli"),
+    , needs_backends=False),
+    CommandSpec("port", "rewrite CUDA coupling to the accel_abstraction API", "accel_abstraction.porting.cli", needs_backends=False),
     CommandSpec(
         "run", "run CUDA code unchanged on the selected backend", "accel_abstraction.redirect.cli", imports_torch=True
     ),
@@ -73,7 +76,7 @@ BUILTIN_COMMANDS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec(
         "patches", "list, check, apply or revert the PyTorch patch series", "accel_abstraction.patching.cli"
-    ),
+    , needs_backends=False),
     CommandSpec("test", "self-test: a bundled tiny model on cpu and every backend that runs here", "accel_abstraction.selftest.cli"),
 )
 

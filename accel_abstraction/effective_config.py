@@ -61,7 +61,7 @@ def config_sections() -> list[Any]:
 
     sections: list[Any] = [CORE, DIST, ScanSettings]
     seen = {_header(s) for s in sections}
-    for _plugin, section in get_host().collect("accel_config_sections", _check):
+    for _plugin, section in get_host("tools").collect("accel_config_sections", _check):
         if _header(section) not in seen:
             seen.add(_header(section))
             sections.append(section)

@@ -27,6 +27,7 @@ def collect() -> dict[str, Any]:
             "distribution": r.distribution,
             "version": r.version,
             "status": r.status,
+            "legacy": r.legacy,
             "error": r.error,
             "traceback": r.traceback,
             "backends": r.backends,

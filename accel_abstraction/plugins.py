@@ -1,63 +1,76 @@
-"""Plugin loading: entry points of the group ``accel_abstraction``, isolated from each other.
+"""Plugin loading: each plugin's entry points, isolated from each other and from the host.
 
 Built-in backends (cpu, cuda, neuron) are distributions of their own and load through this
-same path, exactly like a third-party plugin.
+same path, exactly like a third-party plugin. Which entry points a command imports (a
+plugin's backends and tools modules), the load order and the import bound are
+:mod:`accel_abstraction.plugin_discovery`'s.
 
-Environment:
-
-* ``ACCEL_PLUGINS=cpu,neuron``: allow-list of plugin (entry-point) or distribution names;
-  anything else installed is skipped. Naming a plugin that is not installed is an error.
-* ``ACCEL_DISABLE_PLUGIN_AUTOLOAD=1``: load no entry point except those named in
-  ``ACCEL_PLUGINS``; plugins registered in code with :func:`register_plugin` still load.
-
-* ``ACCEL_PLUGIN_IMPORT_TIMEOUT=10``: seconds a plugin's import may take (``0``: no bound);
-  one still running its own module's code then is marked failed, named, and the others load
-  (an import of another package it makes, such as torch, is never cut half-way).
+Environment: ``ACCEL_PLUGINS=cpu,neuron`` (allow-list of plugin or distribution names; naming
+one not installed is an error); ``ACCEL_DISABLE_PLUGIN_AUTOLOAD=1`` (load no entry point
+except those named in ``ACCEL_PLUGINS``; :func:`register_plugin` ones still load);
+``ACCEL_PLUGIN_IMPORT_TIMEOUT=10`` (seconds a plugin's import may take, ``0``: no bound).
 
 Plugin code cannot take the host down: anything a plugin's import or hook raises
-(``SystemExit`` and other ``BaseException`` subclasses included; only ``KeyboardInterrupt``
-still interrupts) marks that plugin ``failed`` (or drops that hook's part): a warning names
-it, the others load, and ``accel info`` shows its traceback. What plugin code prints on
-stdout is captured into its record (``accel info`` shows it), never mixed into a command's
-machine-readable output.
-
-Load order: the project's built-in plugins first (the entry points the ``accel-abstraction``
-distribution lists in its group ``accel_abstraction.builtin``), then the others by name; so
-a third-party plugin that claims a built-in backend or command name loses it, and the clash
-is reported. Two distributions offering the same entry-point name: the first found loads,
-the other is recorded as failed with both named (never dropped without a word).
+(``SystemExit`` included; only ``KeyboardInterrupt`` still interrupts) marks that plugin
+``failed`` (or drops that hook's part): a warning names it, the others load, and ``accel
+info`` shows its traceback. What plugin code prints on stdout is captured into its record
+(``accel info`` shows it), never mixed into a command's machine-readable output. Built-in
+plugins load first, so a third-party one claiming a built-in name loses it, reported; two
+distributions offering one entry-point name: the first loads, the other is recorded failed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
-import math
 import os
-import signal
 import threading
 import traceback
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, PackageNotFoundError, distribution, entry_points
 from typing import Any, Literal
 
 import pluggy
 
 from . import hookspecs
 from .errors import ConfigError, PluginError, did_you_mean
-from .registry import BackendRegistry, BackendSpec
+from .plugin_discovery import (
+    BACKENDS_GROUP,
+    BUILTIN_GROUP,
+    CORE_DISTRIBUTION,
+    DEFAULT_IMPORT_TIMEOUT_S,
+    ENTRY_POINT_GROUP,
+    IMPORT_TIMEOUT_ENV,
+    TOOLS_GROUP,
+    ImportTooSlow,
+    Scope,
+    allow_list,
+    bounded_load,
+    discover,
+    dist_name,
+    dist_version,
+    import_timeout,
+    is_builtin,
+)
+from .registry import BackendRegistry
 
-__all__ = ["HookCall", "PluginHost", "PluginRecord", "get_host", "register_plugin", "reset"]
+__all__ = [
+    "BACKENDS_GROUP",
+    "BUILTIN_GROUP",
+    "CORE_DISTRIBUTION",
+    "DEFAULT_IMPORT_TIMEOUT_S",
+    "ENTRY_POINT_GROUP",
+    "IMPORT_TIMEOUT_ENV",
+    "TOOLS_GROUP",
+    "HookCall",
+    "PluginHost",
+    "PluginRecord",
+    "get_host",
+    "register_plugin",
+    "reset",
+]
 
-ENTRY_POINT_GROUP = "accel_abstraction"
-#: Group in the ``accel-abstraction`` distribution's own metadata listing its built-in plugins
-#: (``name = module``, as they appear in :data:`ENTRY_POINT_GROUP`).
-BUILTIN_GROUP = "accel_abstraction.builtin"
-CORE_DISTRIBUTION = "accel-abstraction"
-IMPORT_TIMEOUT_ENV = "ACCEL_PLUGIN_IMPORT_TIMEOUT"
-DEFAULT_IMPORT_TIMEOUT_S = 10.0
 _TRUE = {"1", "true", "yes", "on"}
 
 Status = Literal["loaded", "failed", "skipped"]
@@ -80,66 +93,61 @@ class PluginRecord:
     output: str = ""
     #: One of the project's own plugins (:data:`BUILTIN_GROUP`): wins a name clash.
     builtin: bool = False
+    #: Declares no capability (listed in :data:`ENTRY_POINT_GROUP` only): loaded by every command.
+    legacy: bool = False
 
 
 class PluginHost:
     """A pluggy manager with the plugins loaded and their backends registered."""
 
-    def __init__(self) -> None:
+    def __init__(self, scope: Scope = "all") -> None:
+        #: ``"tools"``: loaded for a command that needs no backend (``plugin_discovery``).
+        self.scope: Scope = scope
         self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
         self.records: dict[str, PluginRecord] = {}
+        #: pluggy name of a plugin's second module -> the plugin's name (its record).
+        self._aliases: dict[str, str] = {}
         self.registry = BackendRegistry()
 
     # -- loading --------------------------------------------------------------
 
     def load(self, extra: list[tuple[str, Any]] | None = None) -> None:
         """Load entry-point plugins (as the environment allows), then ``extra`` ones, then register backends."""
-        allow = _allow_list()
+        allow = allow_list()
         autoload = os.environ.get("ACCEL_DISABLE_PLUGIN_AUTOLOAD", "").strip().lower() not in _TRUE
-        eps, duplicates = _discover()
+        found, duplicates = discover(self.scope)
         if allow is not None:
-            available = {ep.name for ep in eps} | {_dist_name(ep) for ep in eps}
+            available = {p.name for p in found} | {dist_name(p.first) for p in found}
             for wanted in allow:
-                if wanted not in available:
+                if wanted not in available and self.scope == "all":  # a tools-only host sees fewer
                     raise ConfigError(
                         f"ACCEL_PLUGINS names {wanted!r}, which is not installed; installed plugins: "
-                        f"{', '.join(sorted(ep.name for ep in eps)) or 'none'}.{did_you_mean(wanted, available)}"
+                        f"{', '.join(sorted(p.name for p in found)) or 'none'}.{did_you_mean(wanted, available)}"
                     )
-        bound = _import_timeout()
-        for ep in eps:
-            dist = _dist_name(ep)
-            record = PluginRecord(ep.name, dist, _dist_version(ep), builtin=_is_builtin(ep))
-            self.records[ep.name] = record
-            named = allow is not None and (ep.name in allow or dist in allow)
+        bound = import_timeout()
+        for plugin in found:
+            ep = plugin.first
+            dist = dist_name(ep)
+            record = PluginRecord(plugin.name, dist, dist_version(ep), builtin=is_builtin(ep), legacy=plugin.legacy)
+            self.records[plugin.name] = record
+            named = allow is not None and (plugin.name in allow or dist in allow)
             if (allow is not None and not named) or (not autoload and not named):
                 record.status = "skipped"
                 record.error = "not in ACCEL_PLUGINS" if allow is not None else "ACCEL_DISABLE_PLUGIN_AUTOLOAD=1"
                 continue
-            try:
-                with self.captured(record):
-                    module = _bounded_load(ep, bound)
-            except KeyboardInterrupt:
-                raise
-            except _ImportTooSlow:
-                self._fail(
-                    record,
-                    f"import took longer than {bound:g} s and was abandoned; make the plugin's import cheaper "
-                    f"(defer heavy work to its hooks), or raise {IMPORT_TIMEOUT_ENV}",
-                    error=None,
-                )
-                continue
-            except BaseException as exc:  # noqa: BLE001 - a broken plugin (sys.exit included) must not take the others down
-                self._fail(record, f"import failed: {_describe(exc)}")
-                continue
-            self._register(record, module)
+            for i, ep in enumerate(plugin.entry_points):  # its backends module, then its tools module
+                module = self._import(record, ep, bound)
+                if module is None:
+                    break
+                self._register(record, module, name=plugin.name if i == 0 else f"{plugin.name}:{ep.group}")
         for ep, kept in duplicates:
-            dist = _dist_name(ep) or "unknown distribution"
-            record = PluginRecord(f"{ep.name} ({dist})", dist, _dist_version(ep))
+            dist = dist_name(ep) or "unknown distribution"
+            record = PluginRecord(f"{ep.name} ({dist})", dist, dist_version(ep))
             self.records[record.name] = record
             self._fail(
                 record,
-                f"entry point name {ep.name!r} is also offered by {_dist_name(kept) or 'unknown distribution'}, "
+                f"entry point name {ep.name!r} is also offered by {dist_name(kept) or 'unknown distribution'}, "
                 f"which loaded; this one was not loaded: uninstall one of the two distributions",
                 error=None,
             )
@@ -159,9 +167,33 @@ class PluginHost:
                 f"plugin that registers one (installed: {', '.join(skipped)})"
             )
 
-    def _register(self, record: PluginRecord, obj: Any) -> None:
+    def _import(self, record: PluginRecord, ep: Any, bound: float) -> Any:
+        """The module of ``ep``, imported under the bound with its output captured; None when
+        it failed (then ``record`` says why)."""
         try:
-            self.pm.register(obj, name=record.name)
+            with self.captured(record):
+                return bounded_load(ep, bound)
+        except KeyboardInterrupt:
+            raise
+        except ImportTooSlow:
+            self._fail(
+                record,
+                f"import took longer than {bound:g} s and was abandoned (module {ep.value}); make the plugin's "
+                f"import cheaper (defer heavy work to its hooks), or raise {IMPORT_TIMEOUT_ENV}",
+                error=None,
+            )
+        except BaseException as exc:  # noqa: BLE001 - a broken plugin (sys.exit included) must not take the others down
+            self._fail(record, f"import failed: {_describe(exc)}")
+        return None
+
+    def _register(self, record: PluginRecord, obj: Any, name: str | None = None) -> None:
+        """Register ``obj`` (a plugin's module) under ``name`` (default: the plugin's; a
+        plugin's second module gets its own name, its hooks still answer as the plugin)."""
+        name = name or record.name
+        if name != record.name:
+            self._aliases[name] = record.name
+        try:
+            self.pm.register(obj, name=name)
         except Exception as exc:  # e.g. a hookimpl with a misspelled hook name
             self._fail(record, f"registration failed: {type(exc).__name__}: {exc}")
 
@@ -206,7 +238,7 @@ class PluginHost:
             problem = (
                 f"accel_register_backends raised {_describe(call.error)}"
                 if call.error is not None
-                else self._check_specs(record, call.items)
+                else self.registry.check_specs(f"plugin {record.name!r} ({record.distribution or 'unknown distribution'})", call.items)
             )
             if problem:
                 self._fail(record, problem, error=call.error)
@@ -215,32 +247,6 @@ class PluginHost:
             for spec in call.items:
                 self.registry.add(spec, record.name, record.distribution)
                 record.backends.append(spec.name)
-
-    def _check_specs(self, record: PluginRecord, specs: list[Any]) -> str:
-        """Why ``specs`` cannot be registered as a whole (``""``: they can)."""
-        origin = f"plugin {record.name!r} ({record.distribution or 'unknown distribution'})"
-        claimed: set[str] = set()
-        for spec in specs:
-            if not isinstance(spec, BackendSpec):
-                return (
-                    f"{origin} registered {spec!r} ({type(spec).__name__}); register() takes an "
-                    "accel_abstraction.BackendSpec"
-                )
-            if not isinstance(spec.name, str) or not spec.name.strip() or not callable(spec.factory):
-                return f"{origin} registered {spec!r}: a BackendSpec needs a non-empty name and a callable factory"
-            if not isinstance(spec.aliases, (tuple, list)) or not all(isinstance(a, str) for a in spec.aliases):
-                return f"{origin} registered {spec.name!r} with aliases {spec.aliases!r}: a tuple of names is needed"
-            if isinstance(spec.priority, bool) or not isinstance(spec.priority, (int, float)):
-                return f"{origin} registered {spec.name!r} with priority {spec.priority!r}: a number is needed"
-            for key in (spec.name, *spec.aliases):
-                key = str(key).lower()
-                if key in claimed:
-                    return f"{origin} registers the backend name {key!r} twice"
-                claimed.add(key)
-                problem = self.registry.clash(key, origin)
-                if problem:
-                    return problem
-        return ""
 
     def call_each(self, hook_name: str, **kwargs: Any) -> Iterator[HookCall]:
         """Call every plugin's implementation of ``hook_name`` on its own: the one way hooks are called.
@@ -263,13 +269,14 @@ class PluginHost:
             return
         for impl in reversed(hook.get_hookimpls()):  # pluggy's _multicall order
             name = self.pm.get_name(impl.plugin) or ""
+            name = self._aliases.get(name, name)
             if impl.hookwrapper or impl.wrapper:
                 self._refuse_wrapper(name, hook_name)
                 continue
             call = HookCall(name)
             available = {**kwargs, "register": call.items.append}
             try:
-                with self.captured(self.records.get(name) or PluginRecord(name)):
+                with self.captured(self.record_of(name)):
                     call.value = impl.function(*[available[arg] for arg in impl.argnames])
             except KeyboardInterrupt:
                 raise
@@ -300,6 +307,7 @@ class PluginHost:
 
     def record_of(self, plugin: str) -> PluginRecord:
         """The record of ``plugin`` (one registered on a manager by hand gets one on first use)."""
+        plugin = self._aliases.get(plugin, plugin)
         return self.records.setdefault(plugin, PluginRecord(plugin, "(registered in code)"))
 
     def collect(self, hook_name: str, check: Callable[[Any], None], **kwargs: Any) -> list[tuple[str, Any]]:
@@ -347,141 +355,28 @@ def _describe(exc: BaseException | None) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _discover() -> tuple[list[EntryPoint], list[tuple[EntryPoint, EntryPoint]]]:
-    """The entry points to load, built-in ones first then by name; and each one dropped
-    because another distribution offers its name, with the one kept."""
-    kept: dict[str, EntryPoint] = {}
-    duplicates: list[tuple[EntryPoint, EntryPoint]] = []
-    found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: not _is_builtin(ep))  # stable
-    for ep in found:
-        first = kept.setdefault(ep.name, ep)
-        if first is not ep and _dist_name(first) != _dist_name(ep):  # same distribution twice on sys.path: one
-            duplicates.append((ep, first))
-    ordered = sorted(kept.values(), key=lambda ep: (not _is_builtin(ep), ep.name))
-    return ordered, duplicates
-
-
-def _builtin_entry_points() -> frozenset[tuple[str, str]]:
-    """``(name, module)`` of the built-in plugins, from the core distribution's metadata
-    (empty when it is not installed: then no plugin is preferred)."""
-    try:
-        eps = distribution(CORE_DISTRIBUTION).entry_points
-    except PackageNotFoundError:
-        return frozenset()
-    return frozenset((ep.name, ep.value) for ep in eps if ep.group == BUILTIN_GROUP)
-
-
-_builtins: frozenset[tuple[str, str]] | None = None
-
-
-def _is_builtin(ep: EntryPoint) -> bool:
-    global _builtins
-    if _builtins is None:
-        _builtins = _builtin_entry_points()
-    return (ep.name, ep.value) in _builtins
-
-
-class _ImportTooSlow(BaseException):
-    """Raised into a plugin import that outlived :data:`IMPORT_TIMEOUT_ENV` (a BaseException:
-    the plugin's own ``except Exception`` must not swallow it)."""
-
-
-def _import_timeout() -> float:
-    raw = os.environ.get(IMPORT_TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_IMPORT_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise ConfigError(
-            f"{IMPORT_TIMEOUT_ENV}={raw!r} is not a number of seconds; give one such as 10 (0: no bound), or unset it"
-        )
-    return value
-
-
-def _bounded_load(ep: EntryPoint, bound: float) -> Any:
-    """``ep.load()``, interrupted by :class:`_ImportTooSlow` after ``bound`` seconds.
-
-    The bound is a ``SIGALRM`` timer, so it holds only in the main thread and when no
-    other timer is running (elsewhere the import is unbounded); the previous handler is
-    put back. Only the plugin's own code is interrupted: while it is importing another
-    package (torch, slow on a loaded machine), the alarm waits for that import to end, as
-    a package interrupted half-way (torch's operator registrations made, its module
-    dropped) could not be imported again in this process.
-    """
-    usable = (
-        bound > 0
-        and hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
-        and signal.getitimer(signal.ITIMER_REAL)[0] == 0
-    )
-    if not usable:
-        return ep.load()
-    own = ep.module.split(".", 1)[0]
-
-    def expired(_signum: int, frame: Any) -> None:
-        if _importing(frame) == own:
-            raise _ImportTooSlow
-        signal.setitimer(signal.ITIMER_REAL, 0.2)  # inside another package's import: ask again soon
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, bound)
-    try:
-        return ep.load()
-    finally:
-        try:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        finally:
-            signal.signal(signal.SIGALRM, previous)
-
-
-def _importing(frame: Any) -> str:
-    """The top-level package of the innermost module whose body ``frame`` (or a caller) runs."""
-    while frame is not None:
-        if frame.f_code.co_name == "<module>":
-            return str(frame.f_globals.get("__name__", "")).split(".", 1)[0]
-        frame = frame.f_back
-    return ""
-
-
-def _allow_list() -> list[str] | None:
-    raw = os.environ.get("ACCEL_PLUGINS")
-    if raw is None or not raw.strip():
-        return None
-    names = [part.strip() for part in raw.split(",") if part.strip()]
-    if not names:
-        raise ConfigError(
-            f"ACCEL_PLUGINS={raw!r} names no plugin; list plugin names separated by commas "
-            "(e.g. ACCEL_PLUGINS=cpu), or unset it to load every installed plugin"
-        )
-    return names
-
-
-def _dist_name(ep: EntryPoint) -> str:
-    return ep.dist.name if ep.dist is not None else ""
-
-
-def _dist_version(ep: EntryPoint) -> str:
-    return ep.dist.version if ep.dist is not None else ""
-
-
-_host: PluginHost | None = None
+_hosts: dict[str, PluginHost] = {}
 _extra: list[tuple[str, Any]] = []
 _lock = threading.RLock()
 
 
-def get_host() -> PluginHost:
-    """The process-wide plugin host, loaded on first call."""
-    global _host
-    if _host is None:
+def get_host(scope: Scope = "all") -> PluginHost:
+    """The process-wide plugin host, loaded on first call.
+
+    ``scope="tools"``: for a command that needs no backend (``accel scan``, ``port``,
+    ``config``, ``patches``): only the plugins' tools modules and undeclared plugins are
+    imported, never a backends module (:mod:`accel_abstraction.plugin_discovery`). A loaded
+    full host serves it too.
+    """
+    host = _hosts.get(scope) or (_hosts.get("all") if scope == "tools" else None)
+    if host is None:
         with _lock:
-            if _host is None:
-                host = PluginHost()
+            host = _hosts.get(scope)
+            if host is None:
+                host = PluginHost(scope)
                 host.load(list(_extra))
-                _host = host
-    return _host
+                _hosts[scope] = host
+    return host
 
 
 def register_plugin(obj: Any, name: str) -> None:
@@ -495,7 +390,6 @@ def register_plugin(obj: Any, name: str) -> None:
 
 def reset() -> None:
     """Forget loaded plugins and code-registered ones; the next use loads again. For tests."""
-    global _host
     with _lock:
-        _host = None
+        _hosts.clear()
         _extra.clear()

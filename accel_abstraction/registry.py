@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import PluginError, UnknownBackendError
 
@@ -54,6 +54,31 @@ class BackendRegistry:
         #: Why no backend is registered, when the loader knows (an environment variable skipped
         #: every plugin); said by the "no backend" error.
         self.empty_reason = ""
+
+    def check_specs(self, origin: str, specs: list[Any]) -> str:
+        """Why ``specs`` (from ``origin``, a plugin) cannot be registered as a whole (``""``: they can)."""
+        claimed: set[str] = set()
+        for spec in specs:
+            if not isinstance(spec, BackendSpec):
+                return (
+                    f"{origin} registered {spec!r} ({type(spec).__name__}); register() takes an "
+                    "accel_abstraction.BackendSpec"
+                )
+            if not isinstance(spec.name, str) or not spec.name.strip() or not callable(spec.factory):
+                return f"{origin} registered {spec!r}: a BackendSpec needs a non-empty name and a callable factory"
+            if not isinstance(spec.aliases, (tuple, list)) or not all(isinstance(a, str) for a in spec.aliases):
+                return f"{origin} registered {spec.name!r} with aliases {spec.aliases!r}: a tuple of names is needed"
+            if isinstance(spec.priority, bool) or not isinstance(spec.priority, (int, float)):
+                return f"{origin} registered {spec.name!r} with priority {spec.priority!r}: a number is needed"
+            for key in (spec.name, *spec.aliases):
+                key = str(key).lower()
+                if key in claimed:
+                    return f"{origin} registers the backend name {key!r} twice"
+                claimed.add(key)
+                problem = self.clash(key, origin)
+                if problem:
+                    return problem
+        return ""
 
     def clash(self, key: str, origin: str) -> str:
         """Why ``origin`` (``plugin 'x' (dist)``) cannot take the backend name or alias ``key``

@@ -43,7 +43,7 @@ def load_rules() -> tuple[Rule, ...]:
         return BUILTIN_RULES
     from . import rules as builtin
 
-    host = get_host()
+    host = get_host("tools")  # scan rules need no backend: no backends module is imported
     if host.pm.get_plugin(builtin.BUILTIN_PLUGIN_NAME) is None:
         host.pm.register(builtin, name=builtin.BUILTIN_PLUGIN_NAME)
     known: set[str] = set()
