@@ -37,6 +37,7 @@ from .arguments import autocast_dtype_error, check_flag
 from .errors import AccelError, CapabilityError, DeviceIndexError
 from .features import Availability, Capabilities
 from .scaler_defaults import SCALER
+from .sections import AMP_DTYPES
 
 if TYPE_CHECKING:
     from .sections import CoreSettings
@@ -48,11 +49,8 @@ DeviceLike = int | str | torch.device | None
 
 _autocast = torch.autocast  # one global lookup on the per-step path instead of two
 
-_AMP_DTYPES: Mapping[str, torch.dtype] = {
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "float32": torch.float32,
-}
+#: ``amp_dtype`` name -> dtype, for every name of :data:`.sections.AMP_DTYPES` but "auto".
+_AMP_DTYPES: Mapping[str, torch.dtype] = {name: getattr(torch, name) for name in AMP_DTYPES if name != "auto"}
 
 
 class Backend:

@@ -198,16 +198,24 @@ def plain_index(value: Any) -> int:
     raise NotPlain
 
 
-AMP_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32", "float": "float32"}
+#: The autocast dtype names ``amp_dtype`` takes ("auto": the backend's preferred one); the one
+#: list: the model's accepted values and the backend's name -> ``torch.dtype`` table derive from it.
 AMP_DTYPES = ("auto", "float16", "bfloat16", "float32")
+#: Other spellings of :data:`AMP_DTYPES` accepted in ``amp_dtype``.
+AMP_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32", "float": "float32"}
+
+
+def amp_name(value: str) -> str:
+    """An ``amp_dtype`` string in its canonical spelling (``" torch.HALF"`` -> ``"float16"``); not checked."""
+    value = value.strip().lower().removeprefix("torch.")
+    return AMP_ALIASES.get(value, value)
 
 
 def plain_amp_dtype(value: Any) -> str:
     """An autocast dtype name or alias (``AccelSettings._amp_alias``), as one of :data:`AMP_DTYPES`."""
     if not isinstance(value, str):
         raise NotPlain
-    value = value.strip().lower().removeprefix("torch.")
-    value = AMP_ALIASES.get(value, value)
+    value = amp_name(value)
     if value not in AMP_DTYPES:
         raise NotPlain
     return value

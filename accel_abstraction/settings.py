@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import (
@@ -40,7 +40,12 @@ from .pyproject import (
     read_section_table,
     toml_key_line,
 )
-from .sections import AMP_ALIASES, CORE, DIST, SectionSpec
+from .sections import AMP_DTYPES, CORE, DIST, SectionSpec, amp_name
+
+if TYPE_CHECKING:
+    AmpDtype = str
+else:  # the accepted values come from the one list, sections.AMP_DTYPES
+    AmpDtype = Literal[AMP_DTYPES]
 
 __all__ = [
     "BOOL_WORDS",
@@ -227,7 +232,7 @@ class AccelSettings(ConfigSection):
         description="Backend name or alias; 'auto' picks the available backend with the highest priority.",
     )
     device_index: int | None = Field(CORE.defaults["device_index"], ge=0, description="Device index made current at selection.")
-    amp_dtype: Literal["auto", "float16", "bfloat16", "float32"] = Field(
+    amp_dtype: AmpDtype = Field(
         CORE.defaults["amp_dtype"], description="Autocast dtype; 'auto' takes the backend's preferred one."
     )
     fallback: str | None = Field(
@@ -247,10 +252,7 @@ class AccelSettings(ConfigSection):
     @field_validator("amp_dtype", mode="before")
     @classmethod
     def _amp_alias(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            value = value.strip().lower().removeprefix("torch.")
-            return AMP_ALIASES.get(value, value)
-        return value
+        return amp_name(value) if isinstance(value, str) else value
 
 
 def declared_model(spec: SectionSpec) -> type[ConfigSection]:

@@ -166,3 +166,18 @@ def test_plain_checks_agree_with_the_model(field: str, value: object, tmp_path: 
     if isinstance(value, str):
         monkeypatch.setenv(f"ACCEL_{field.upper()}", value)
         assert _outcome(CORE.load) == _outcome(AccelSettings.load)  # from the environment
+
+
+def test_amp_dtype_names_come_from_one_list() -> None:
+    """The model's accepted values and the backend's name -> dtype table are both sections.AMP_DTYPES."""
+    import typing
+
+    import torch
+
+    from accel_abstraction import interface
+    from accel_abstraction.sections import AMP_ALIASES, AMP_DTYPES
+    from accel_abstraction.settings import AccelSettings
+
+    assert typing.get_args(AccelSettings.model_fields["amp_dtype"].annotation) == AMP_DTYPES
+    assert {name: getattr(torch, name) for name in AMP_DTYPES if name != "auto"} == dict(interface._AMP_DTYPES)
+    assert set(AMP_ALIASES.values()) <= set(AMP_DTYPES)
