@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from . import accelerator_dtypes, devices, memory, rng, storage
+from . import accelerator_dtypes, devices, memory, rng, routing, storage
 
 _Tensor = torch.Tensor
 _device_cls = torch.device
@@ -42,28 +42,10 @@ _CPU = torch.device("cpu")
 _generators = rng.generators
 _cpu_generator_of = rng.cpu_generator_of
 
-# Ops that legitimately mix CPU and neuron tensors.
-_COPY_OPS = frozenset(
-    {
-        "aten::copy_",
-        "aten::_to_copy",
-        "aten::copy",
-        "aten::_copy_from",
-        "aten::_copy_from_and_resize",
-        "aten::lift_fresh_copy",
-        "aten::set_",
-    }
-)
-# Tensor arguments that are CPU tensors by design on every device (PyTorch moves them there).
-_CPU_ARGS = {
-    "aten::_pack_padded_sequence": frozenset({"lengths"}),
-    "aten::_pad_packed_sequence": frozenset({"batch_sizes"}),
-    "aten::_pack_padded_sequence_backward": frozenset({"batch_sizes"}),
-}
-# Results that are CPU tensors by design (return positions).
-_CPU_RETURNS = {"aten::_pack_padded_sequence": frozenset({1})}
-# Ops that change the storage or geometry of a written argument.
-_RESHAPING_OPS = frozenset({"aten::set_", "aten::resize_", "aten::_resize_output_", "aten::resize_as_"})
+_COPY_OPS = routing.COPY_OPS
+_CPU_ARGS = routing.CPU_ARGS
+_CPU_RETURNS = routing.CPU_RETURNS
+_RESHAPING_OPS = routing.RESHAPING_OPS
 
 
 class OpInfo:
@@ -502,16 +484,6 @@ def fallback_kernel(op: Any, *args: Any, **kwargs: Any) -> Any:
 
 _mode = {"key": "PrivateUse1"}  # the dispatch key of this module's kernels
 native_ops: dict[str, None] = {}  # overloads registered through register_generic in native mode
-
-
-def python_only_ops() -> list[str]:
-    """Op names whose every call this kernel handles (CPU-by-design arguments and results, re-pointing ops)."""
-    return sorted(_RESHAPING_OPS | set(_CPU_ARGS) | set(_CPU_RETURNS))
-
-
-def copy_ops() -> list[str]:
-    """Op names that legitimately mix CPU and neuron tensors (no device check)."""
-    return sorted(_COPY_OPS)
 
 
 def use_native() -> str:
