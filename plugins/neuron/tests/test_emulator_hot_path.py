@@ -210,3 +210,24 @@ def test_compiled_dropout_draws_the_python_kernels_stream_bitwise(compiled, run_
     assert 0 < sum(v == 0 for v in got[0][0] + got[0][1] + got[0][2] + got[0][3]) < 96  # some dropped, not all
     with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but got 1.5"):
         F.dropout(torch.ones(3, device="neuron"), 1.5)
+
+
+def test_every_routed_op_exists_in_this_torch():
+    from accel_neuron.emulator import routing
+
+    python_only, copies, views = routing.compiled_path_tables()
+    names = [*python_only, *copies, *routing.KEEP_DECOMPOSITION]
+    missing = [n for n in names if not torch._C._dispatch_has_kernel(n)]
+    missing += [v for v in views if not hasattr(torch.ops.aten, v.partition(".")[0])]
+    assert missing == [], f"routing.py names ops this torch lacks: {missing}"
+
+
+def test_a_python_only_route_reaches_the_python_kernel_from_the_compiled_path(compiled):
+    from accel_neuron.emulator import routing
+
+    assert "aten::_pack_padded_sequence" in routing.PYTHON_ONLY
+    x = torch.randn(3, 2, 4, device="neuron")
+    fast, slow = compiled.path_counts()
+    data, batch_sizes = torch.ops.aten._pack_padded_sequence(x, torch.tensor([3, 2]), False)
+    assert compiled.path_counts()[1] > slow
+    assert data.device == x.device and batch_sizes.is_cpu

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from . import cpu_islands, cpu_policies, fallback
+from . import cpu_islands, cpu_policies, fallback, layout_refusals
 from .compile import sdp_choice
 
 aten = torch.ops.aten
@@ -142,6 +142,6 @@ def _register_refusals() -> None:
     """Make sparse and quantized ops on neuron raise the emulator's error instead of a missing-kernel error."""
     lib = torch.library.Library("_", "IMPL")
     for key in ("SparsePrivateUse1", "SparseCsrPrivateUse1"):
-        lib.fallback(fallback.sparse_fallback_kernel, key)
-    lib.fallback(fallback.quantized_fallback_kernel, "QuantizedPrivateUse1")
+        lib.fallback(layout_refusals.sparse_fallback_kernel, key)
+    lib.fallback(layout_refusals.quantized_fallback_kernel, "QuantizedPrivateUse1")
     _refusal_libs.append(lib)

@@ -21,8 +21,9 @@ with a CompositeExplicitAutograd kernel: those would otherwise win over a
 fallback and run their decomposition op by op (slower, and for random ops not
 what the CPU runs).
 
-Why one module of ~450 lines: it is the per-op hot path; its helpers stay module-local so
-a call costs plain local lookups, not attribute lookups across modules.
+The per-op hot path: its helpers stay module-local so a call costs plain local lookups. The
+rare cases live next to it: written arguments re-pointed or grown (:mod:`.written_args`) and
+the refusals of sparse and quantized tensors (:mod:`.layout_refusals`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,11 @@ from typing import Any
 
 import torch
 
-from . import accelerator_dtypes, devices, memory, rng, storage
+from . import accelerator_dtypes, devices, memory, rng, routing, storage
+from .layout_refusals import quantized_limit, sparse_limit
+from .written_args import arg as _arg
+from .written_args import resync as _resync
+from .written_args import run_out as _run_out
 
 _Tensor = torch.Tensor
 _device_cls = torch.device
@@ -42,28 +47,10 @@ _CPU = torch.device("cpu")
 _generators = rng.generators
 _cpu_generator_of = rng.cpu_generator_of
 
-# Ops that legitimately mix CPU and neuron tensors.
-_COPY_OPS = frozenset(
-    {
-        "aten::copy_",
-        "aten::_to_copy",
-        "aten::copy",
-        "aten::_copy_from",
-        "aten::_copy_from_and_resize",
-        "aten::lift_fresh_copy",
-        "aten::set_",
-    }
-)
-# Tensor arguments that are CPU tensors by design on every device (PyTorch moves them there).
-_CPU_ARGS = {
-    "aten::_pack_padded_sequence": frozenset({"lengths"}),
-    "aten::_pad_packed_sequence": frozenset({"batch_sizes"}),
-    "aten::_pack_padded_sequence_backward": frozenset({"batch_sizes"}),
-}
-# Results that are CPU tensors by design (return positions).
-_CPU_RETURNS = {"aten::_pack_padded_sequence": frozenset({1})}
-# Ops that change the storage or geometry of a written argument.
-_RESHAPING_OPS = frozenset({"aten::set_", "aten::resize_", "aten::_resize_output_", "aten::resize_as_"})
+_COPY_OPS = routing.COPY_OPS
+_CPU_ARGS = routing.CPU_ARGS
+_CPU_RETURNS = routing.CPU_RETURNS
+_RESHAPING_OPS = routing.RESHAPING_OPS
 
 
 class OpInfo:
@@ -342,50 +329,6 @@ def _check_outputs(info: OpInfo, args: tuple, kwargs: dict, index: int) -> None:
                 )
 
 
-def quantized_limit(op_name: str) -> Exception:
-    """The error for a quantized tensor on the neuron device (TorchNeuron does not support them)."""
-    from .errors import unsupported
-
-    return unsupported(
-        op_name,
-        "a quantized tensor (quantize_per_tensor, quantize_per_channel, empty quantized tensors and the "
-        "quantized operator variants)",
-        "Quantize on the CPU, or keep the model in float32/bfloat16 on neuron.",
-    )
-
-
-def sparse_limit(op_name: str, layout: Any) -> Exception:
-    """The error for a sparse tensor on the neuron device."""
-    from .errors import limit
-
-    return limit(
-        f"{op_name}: a {layout} tensor on the neuron device",
-        "The emulated device holds dense (torch.strided) tensors only, and TorchNeuron's documentation "
-        "(AWS Neuron 2.33, 'Supported PyTorch APIs and operators') does not say whether it supports sparse "
-        "layouts, so the emulator refuses them rather than accept what the device may not: keep sparse "
-        "tensors on the CPU (nn.Embedding(sparse=False), an optimizer other than SparseAdam), or call "
-        ".to_dense() before moving them to neuron.",
-    )
-
-
-def sparse_fallback_kernel(op: Any, *args: Any, **kwargs: Any) -> Any:
-    """The SparsePrivateUse1 / SparseCsrPrivateUse1 fallback: a clear error naming the limit."""
-    layout = next(
-        (
-            x.layout
-            for x in torch.utils._pytree.tree_leaves((args, kwargs))
-            if isinstance(x, _Tensor) and x.layout != torch.strided
-        ),
-        "sparse",
-    )
-    raise sparse_limit(op._schema.name, layout)
-
-
-def quantized_fallback_kernel(op: Any, *args: Any, **kwargs: Any) -> Any:
-    """The QuantizedPrivateUse1 fallback (empty quantized tensors on neuron, quantized copies to it)."""
-    raise quantized_limit(op._schema.name)
-
-
 def _first_misplaced(info: OpInfo, args: tuple, kwargs: dict, index: int) -> Any:
     """The first argument off neuron:`index` that is not CPU by design (nor a 0-dim CPU tensor), or None."""
     dev = devices.DEVICES[index]
@@ -396,55 +339,6 @@ def _first_misplaced(info: OpInfo, args: tuple, kwargs: dict, index: int) -> Any
             if isinstance(v, _Tensor) and v.device != dev and not (v.is_cpu and v.dim() == 0):
                 return where
     return None
-
-
-def _arg(info: OpInfo, pos: int, name: str, args: tuple | list, kwargs: dict) -> Any:
-    if 0 <= pos < len(args):
-        return args[pos]
-    return kwargs.get(name)
-
-
-def _resync(info: OpInfo, args: tuple, kwargs: dict, cargs: list, ckwargs: dict) -> None:
-    """After an op that may re-point a written argument, make the neuron tensor follow its CPU view."""
-    for pos, name in zip(info.write_pos, info.write_names, strict=True):
-        n = _arg(info, pos, name, args, kwargs)
-        c = _arg(info, pos, name, cargs, ckwargs)
-        if isinstance(n, _Tensor) and n is not c:
-            _follow(n, c)
-        elif isinstance(n, (list, tuple)):
-            for nn, cc in zip(n, c, strict=True):
-                if isinstance(nn, _Tensor) and nn is not cc:
-                    _follow(nn, cc)
-
-
-def _follow(n: torch.Tensor, c: torch.Tensor) -> None:
-    cst = c.untyped_storage()
-    if (
-        cst.data_ptr() != n.untyped_storage().data_ptr()
-        or n.shape != c.shape
-        or n.stride() != c.stride()
-        or n.storage_offset() != c.storage_offset()
-    ):
-        st = storage.neuron_storage_for(cst, n.get_device())
-        storage.set_geometry(n, st, c.storage_offset(), c.shape, c.stride())
-
-
-def _run_out(op: Any, info: OpInfo, args: tuple, kwargs: dict, cargs: list, ckwargs: dict) -> Any:
-    """Run an out= op; if an output must grow, run it into fresh CPU tensors and re-point the outputs."""
-    try:
-        return op(*cargs, **ckwargs)
-    except RuntimeError as e:
-        if "not resizable" not in str(e):
-            raise
-    for pos, name in zip(info.write_pos, info.write_names, strict=True):
-        if pos >= 0:
-            continue  # only kwarg-only (out=) arguments are replaced
-        c = ckwargs.get(name)
-        if isinstance(c, _Tensor):
-            ckwargs[name] = torch.empty(0, dtype=c.dtype)
-        elif isinstance(c, (list, tuple)):
-            ckwargs[name] = [torch.empty(0, dtype=x.dtype) for x in c]
-    return op(*cargs, **ckwargs)
 
 
 def _wrap(info: OpInfo, out: Any, args: tuple, kwargs: dict, to_cpu: bool, index: int) -> Any:
@@ -502,16 +396,6 @@ def fallback_kernel(op: Any, *args: Any, **kwargs: Any) -> Any:
 
 _mode = {"key": "PrivateUse1"}  # the dispatch key of this module's kernels
 native_ops: dict[str, None] = {}  # overloads registered through register_generic in native mode
-
-
-def python_only_ops() -> list[str]:
-    """Op names whose every call this kernel handles (CPU-by-design arguments and results, re-pointing ops)."""
-    return sorted(_RESHAPING_OPS | set(_CPU_ARGS) | set(_CPU_RETURNS))
-
-
-def copy_ops() -> list[str]:
-    """Op names that legitimately mix CPU and neuron tensors (no device check)."""
-    return sorted(_COPY_OPS)
 
 
 def use_native() -> str:

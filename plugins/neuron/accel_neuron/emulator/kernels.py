@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from . import fallback, storage
+from . import fallback, routing, storage
 
 _CPU_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 _set_storage = torch.ops.aten.set_.source_Storage_storage_offset
@@ -66,18 +66,8 @@ def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.T
     return self
 
 
-# View ops whose CPU kernel only builds a TensorImpl over the input's storage, whatever its device.
-# On neuron tensors they run that kernel directly: no CPU view, no re-wrapping.
-DEVICE_AGNOSTIC_VIEWS = (
-    "as_strided",
-    "as_strided_",
-    "view",
-    "view.dtype",
-    "_reshape_alias",
-    "unfold",
-    "view_as_real",
-    "view_as_complex",
-)
+#: The device-agnostic views (routing.py): their CPU kernel runs on the neuron tensor itself.
+DEVICE_AGNOSTIC_VIEWS = routing.DEVICE_AGNOSTIC_VIEWS
 
 
 def _view_kernel(op: Any):

@@ -8,11 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from . import device_module, devices, fallback, memory, native, rng
-
-# Ops with a CompositeExplicitAutograd kernel that must keep decomposing on neuron:
-# their decomposition calls other neuron kernels that do the right thing.
-_KEEP_DECOMPOSITION = frozenset({"aten::resize_as_", "aten::resize_as_sparse_"})
+from . import device_module, devices, fallback, memory, native, rng, routing
 
 _libs: list[torch.library.Library] = []  # kept alive: dropping a Library unregisters its kernels
 
@@ -61,7 +57,7 @@ def _composite_ops_without_kernel() -> list[str]:
     )
     out = []
     for name in sorted(names):
-        if not name.startswith("aten::") or name.split(".")[0] in _KEEP_DECOMPOSITION:
+        if not name.startswith("aten::") or name.split(".")[0] in routing.KEEP_DECOMPOSITION:
             continue
         if has(name, "PrivateUse1"):
             continue
@@ -130,8 +126,8 @@ def register(count: int, source: str) -> None:
         has = torch._C._dispatch_has_kernel_for_dispatch_key
         # an op given a Python PrivateUse1 kernel after its generic one keeps it, as on the Python path
         explicit = sorted({n for n in fallback.native_ops if not has(f"aten::{n}", "PrivateUse1")})
-        views = list(kernels.DEVICE_AGNOSTIC_VIEWS)
-        native.enable_fast_path(fallback.python_only_ops(), fallback.copy_ops(), views, explicit + views)
+        python_only, copies, views = routing.compiled_path_tables()
+        native.enable_fast_path(python_only, copies, views, explicit + views)
     _libs.extend(autocast_policy.register())
     limits.patch()
     compile.patch()

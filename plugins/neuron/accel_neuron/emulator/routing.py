@@ -1,0 +1,66 @@
+"""Which path serves each aten op on the emulated device: the one routing table.
+
+Read by the Python kernel (``fallback.py``), the explicit kernels (``kernels.py``), the
+registration (``registration.py``) and, through :func:`compiled_path_tables`, by the C++
+core's compiled per-op path (``csrc/fast_path.cpp``, handed the names at install by
+``native.enable_fast_path``). An op not named here takes the common case: the compiled
+kernel when it can (``make_plan`` in the C++ core: dense neuron tensors on one device, no
+generator, not random), else the Python kernel.
+
+Routes:
+
+* ``PYTHON_ONLY``: every call handled by the Python kernel (arguments or results that are CPU
+  tensors by design, ops that re-point or resize a written argument);
+* ``COPY_OPS``: CPU and neuron tensors may meet (no device check);
+* ``DEVICE_AGNOSTIC_VIEWS``: the CPU kernel runs on the neuron tensor itself (no CPU view);
+* ``KEEP_DECOMPOSITION``: the CompositeExplicitAutograd kernel keeps decomposing on neuron.
+"""
+
+from __future__ import annotations
+
+#: Ops that legitimately mix CPU and neuron tensors.
+COPY_OPS = frozenset(
+    {
+        "aten::copy_",
+        "aten::_to_copy",
+        "aten::copy",
+        "aten::_copy_from",
+        "aten::_copy_from_and_resize",
+        "aten::lift_fresh_copy",
+        "aten::set_",
+    }
+)
+#: Tensor arguments that are CPU tensors by design on every device (PyTorch moves them there).
+CPU_ARGS = {
+    "aten::_pack_padded_sequence": frozenset({"lengths"}),
+    "aten::_pad_packed_sequence": frozenset({"batch_sizes"}),
+    "aten::_pack_padded_sequence_backward": frozenset({"batch_sizes"}),
+}
+#: Results that are CPU tensors by design (return positions).
+CPU_RETURNS = {"aten::_pack_padded_sequence": frozenset({1})}
+#: Ops that change the storage or geometry of a written argument.
+RESHAPING_OPS = frozenset({"aten::set_", "aten::resize_", "aten::_resize_output_", "aten::resize_as_"})
+#: Op names whose every call the Python kernel handles.
+PYTHON_ONLY = frozenset(RESHAPING_OPS | set(CPU_ARGS) | set(CPU_RETURNS))
+
+#: View overloads whose CPU kernel only builds a TensorImpl over the input's storage, whatever its
+#: device: on neuron tensors they run that kernel directly (no CPU view, no re-wrapping).
+DEVICE_AGNOSTIC_VIEWS = (
+    "as_strided",
+    "as_strided_",
+    "view",
+    "view.dtype",
+    "_reshape_alias",
+    "unfold",
+    "view_as_real",
+    "view_as_complex",
+)
+
+#: Ops with a CompositeExplicitAutograd kernel that must keep decomposing on neuron: their
+#: decomposition calls other neuron kernels that do the right thing.
+KEEP_DECOMPOSITION = frozenset({"aten::resize_as_", "aten::resize_as_sparse_"})
+
+
+def compiled_path_tables() -> tuple[list[str], list[str], list[str]]:
+    """The routes the C++ core needs: (Python-only op names, copy op names, device-agnostic views)."""
+    return sorted(PYTHON_ONLY), sorted(COPY_OPS), list(DEVICE_AGNOSTIC_VIEWS)
