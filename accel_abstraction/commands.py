@@ -63,11 +63,18 @@ class CommandSpec:
 
 BUILTIN_COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("info", "show plugins, backends, the selected backend and why", "accel_abstraction.info"),
-    CommandSpec("config", "show every effective setting, its value and its source", "accel_abstraction.config_cli", needs_backends=False),
     CommandSpec(
-        "scan", "find CUDA coupling in Python code (reads it; never runs it)", "accel_abstraction.porting.cli"
-    , needs_backends=False),
-    CommandSpec("port", "rewrite CUDA coupling to the accel_abstraction API", "accel_abstraction.porting.cli", needs_backends=False),
+        "config", "show every effective setting, its value and its source", "accel_abstraction.config_cli",
+        needs_backends=False,
+    ),
+    CommandSpec(
+        "scan", "find CUDA coupling in Python code (reads it; never runs it)", "accel_abstraction.porting.cli",
+        needs_backends=False,
+    ),
+    CommandSpec(
+        "port", "rewrite CUDA coupling to the accel_abstraction API", "accel_abstraction.porting.cli",
+        needs_backends=False,
+    ),
     CommandSpec(
         "run", "run CUDA code unchanged on the selected backend", "accel_abstraction.redirect.cli", imports_torch=True
     ),
@@ -75,10 +82,14 @@ BUILTIN_COMMANDS: tuple[CommandSpec, ...] = (
         "parity", "run a training script on several backends and compare", "accel_abstraction.parity.cli"
     ),
     CommandSpec(
-        "patches", "list, check, apply or revert the PyTorch patch series", "accel_abstraction.patching.cli"
-    , needs_backends=False),
-    CommandSpec("test", "self-test: a bundled tiny model on cpu and every backend that runs here", "accel_abstraction.selftest.cli"),
-)
+        "patches", "list, check, apply or revert the PyTorch patch series", "accel_abstraction.patching.cli",
+        needs_backends=False,
+    ),
+    CommandSpec(
+        "test", "self-test: a bundled tiny model on cpu and every backend that runs here",
+        "accel_abstraction.selftest.cli",
+    ),
+)  # fmt: skip
 
 
 @hookimpl
