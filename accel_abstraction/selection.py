@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import sys
 import traceback
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .errors import AccelError, BackendUnavailableError, PluginError
@@ -27,6 +31,22 @@ class Selection:
     fallback_reason: str = ""
 
 
+@contextlib.contextmanager
+def _plugin_stdout(entry: RegisteredBackend, what: str) -> Iterator[None]:
+    """Run a plugin's backend code with its stdout moved to stderr, one labelled block, so that
+    ``accel info --json``, ``accel scan --format json`` and ``accel run --report json`` stay
+    valid whatever a factory or an availability probe prints."""
+    buffer = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buffer):
+            yield
+    finally:
+        if text := buffer.getvalue():
+            sys.stderr.write(f"[output of {what} of backend {entry.spec.name!r} from {entry.origin}]\n{text}")
+            if not text.endswith("\n"):
+                sys.stderr.write("\n")
+
+
 def build_backend(entry: RegisteredBackend, settings: CoreSettings | None) -> Backend:
     """Call the entry's factory; a factory that raises becomes a :class:`PluginError` naming its origin.
 
@@ -34,7 +54,8 @@ def build_backend(entry: RegisteredBackend, settings: CoreSettings | None) -> Ba
     ``ACCEL_NEURON_*`` value, say) already says what and where: it propagates unchanged.
     """
     try:
-        return entry.spec.factory(settings)
+        with _plugin_stdout(entry, "the factory"):
+            return entry.spec.factory(settings)
     except AccelError:
         raise
     except Exception as exc:  # the plugin's bug, reported with its origin
@@ -52,7 +73,8 @@ def probe(backend: Backend, entry: RegisteredBackend) -> Availability:
     ``backend="auto"``, ``accel info`` or the selection of another backend.
     """
     try:
-        avail = backend.availability()
+        with _plugin_stdout(entry, "availability()"):
+            avail = backend.availability()
     except Exception as exc:  # the plugin's bug or a broken driver: this backend only is unusable
         return Availability.no(
             f"availability() of backend {entry.spec.name!r} from {entry.origin} raised {type(exc).__name__}: {exc}",

@@ -227,3 +227,28 @@ def test_junk_scan_rule_drops_only_its_plugin() -> None:
     text = " | ".join(str(w.message) for w in caught)
     assert "plugin 'junk'" in text and "register() takes accel_abstraction.porting.rules.Rule, got str" in text
     assert "plugin 'clash'" in text and f"rule code {BUILTIN_RULES[0].code} is registered twice" in text
+
+
+class _Chatty(Backend):
+    name = "chatty"
+    device_type = "cpu"
+
+    def __init__(self) -> None:
+        print("chatty: factory here")
+
+    def availability(self) -> Availability:
+        print("chatty: probing")
+        return Availability.no("no chatty device here")
+
+
+def test_prints_from_a_factory_and_a_probe_never_reach_json_output(capsys: pytest.CaptureFixture[str]) -> None:
+    def register(register):  # type: ignore[no-untyped-def]
+        register(BackendSpec("chatty", lambda settings: _Chatty(), priority=500))
+
+    _install(chattyplugin=_Plugin(accel_register_backends=register))
+    assert main(["info", "--json"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)  # stdout is the JSON document only
+    assert {b["name"]: b for b in report["backends"]}["chatty"]["available"] is False
+    assert "chatty: factory here" in captured.err and "chatty: probing" in captured.err
+    assert "of backend 'chatty' from (registered in code) (plugin 'chattyplugin')" in captured.err
