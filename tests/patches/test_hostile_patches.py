@@ -125,3 +125,28 @@ def test_tampered_overlay_file_is_not_loaded(series, torch_root: Path, tmp_path:
     assert "not loading it" in msg
     manifest = json.loads((target / MANIFEST).read_text())
     assert series.files[0] in manifest["files"]
+
+
+def test_in_place_apply_never_overwrites_a_torch_file_edited_after_it_was_read(
+    series, torch_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A torch file saved by someone between the apply's read and its rename keeps that edit."""
+    from accel_abstraction.patching import apply as apply_module
+
+    site = _pristine_copy(series, torch_root, tmp_path / "site-packages")
+    state = tmp_path / "state"
+    victim = site / sorted(series.files)[0]
+    edit = b"# saved by someone else while the apply ran\n"
+    original_write = apply_module._write
+
+    def someone_saves_before_the_rename(path: Path, text: str, expect: bytes | None = None) -> None:
+        if path == victim and expect is not None:  # the apply has read it and is about to replace it
+            victim.write_bytes(expect + edit)
+        original_write(path, text, expect=expect)
+
+    monkeypatch.setattr(apply_module, "_write", someone_saves_before_the_rename)
+    code = patches_main(["apply", "--in-place", "--torch-root", str(site), "--target", str(state)])
+    assert code != 0
+    err = _error_line(capsys)
+    assert str(victim) in err and "changed after it was read" in err
+    assert victim.read_bytes().endswith(edit)  # the edit is kept, not replaced by the patched copy
