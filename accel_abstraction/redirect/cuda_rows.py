@@ -132,8 +132,8 @@ def _parameters(method: str) -> list[tuple[str, Any]]:
     code = fn.__code__
     names = code.co_varnames[1 : code.co_argcount]
     defaults = fn.__defaults__ or ()
-    return [(n, defaults[i - len(names) + len(defaults)] if i >= len(names) - len(defaults) else _REQUIRED)
-            for i, n in enumerate(names)]  # fmt: skip
+    first_default = len(names) - len(defaults)
+    return [(n, defaults[i - first_default] if i >= first_default else _REQUIRED) for i, n in enumerate(names)]
 
 
 def _method_serve(method: str) -> Serve:
@@ -265,7 +265,11 @@ def _method_of(row: ApiMapping) -> str:
     """``accel.<method>`` of a portable row: the backend method its replacement is bound to."""
     method = (row.replacement or "").removeprefix("accel.")
     if not hasattr(Backend, method):
-        raise TypeError(f"{row.api}: its replacement {row.replacement!r} is not a method of the backend interface")
+        raise TypeError(
+            f"{row.api}: its port row's replacement {row.replacement!r} is not a method of the backend interface, "
+            "so accel run cannot serve it; name an accel function bound to a Backend method, or declare the "
+            "row in accel_abstraction/redirect/cuda_rows.py EXCEPTIONS"
+        )
     return method
 
 
@@ -273,14 +277,20 @@ def _derive(row: ApiMapping, name: str, differs: Differs | None) -> CudaRow:
     rule = RULES_BY_CODE[row.code]
     category = (differs.category if differs else "") or CATEGORY_OF_RULE.get(rule.category, "")
     if not category:
-        raise TypeError(f"{row.api}: rule {rule.code} has category {rule.category!r}, which CATEGORY_OF_RULE does not map")
+        raise TypeError(
+            f"{row.api}: its rule {rule.code} has category {rule.category!r}, which has no report category; "
+            "add it to CATEGORY_OF_RULE in accel_abstraction/redirect/cuda_rows.py"
+        )
     declared = differs.serve if differs else None
     if row.portable:
         method = _method_of(row)
         serve = declared or _method_serve(method)
         fast = method if _callable_without_arguments(method) else ""
     elif declared is None:
-        raise TypeError(f"{row.api}: the port has no replacement; a redirect of it needs an exception with its serve")
+        raise TypeError(
+            f"{row.api}: its port row has no replacement, so a redirect of it is served by hand; "
+            "give its EXCEPTIONS entry in accel_abstraction/redirect/cuda_rows.py a serve"
+        )
     else:
         serve, fast = declared, ""
     neutral = _neutral_of_port(row)
@@ -312,7 +322,10 @@ def _rows() -> tuple[CudaRow, ...]:
             out.append(_derive(row, name, differs))
     missing = set(EXCEPTIONS) - {r.name for r in out}
     if missing:
-        raise TypeError(f"redirect exceptions without a torch.cuda row in the porting table: {sorted(missing)}")
+        raise TypeError(
+            f"accel_abstraction/redirect/cuda_rows.py EXCEPTIONS names {sorted(missing)}, which have no torch.cuda "
+            "row in the porting table (accel_abstraction/porting/rules/); restore the rows or remove the exceptions"
+        )
     return tuple(out)
 
 
