@@ -6,10 +6,11 @@
 Modules, one job each: :mod:`.spec` (the :class:`Redirect` type), :mod:`.devices`
 (parse and translate device arguments), :mod:`.sites` (who called, counted per line),
 :mod:`.serve` (wrapping a CUDA function to serve it with the backend), the redirect
-tables :mod:`.cuda_module`, :mod:`.tensors`, :mod:`.amp`, :mod:`.dist`, :mod:`.knobs`,
-assembled with the plugins' by :mod:`.table`, :mod:`.patches` (reversible patching),
-:mod:`.caches` (torch's caches of its own functions, kept clean across install and undo),
-:mod:`.context` (:func:`redirect_cuda`), :mod:`.report`, :mod:`.runner` and :mod:`.cli`.
+tables :mod:`.cuda_module` (its rows :mod:`.cuda_rows`, derived from the porting table),
+:mod:`.tensors`, :mod:`.amp`, :mod:`.dist`, :mod:`.knobs`, assembled with the plugins' by
+:mod:`.table`, :mod:`.patches` (reversible patching), :mod:`.caches` (torch's caches of its
+own functions, kept clean across install and undo), :mod:`.context` (:func:`redirect_cuda`),
+:mod:`.report`, :mod:`.runner` and :mod:`.cli`.
 """
 
 from __future__ import annotations

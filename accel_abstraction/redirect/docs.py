@@ -1,4 +1,7 @@
-"""Generate the ``torch.cuda`` table of ``docs/redirect.md`` from :data:`.cuda_module.ROWS`.
+"""Generate the ``torch.cuda`` table of ``docs/redirect.md`` from :data:`.cuda_rows.ROWS`.
+
+The rows are derived from the porting table (:mod:`.cuda_rows`); the last column says why a
+row is served other than its port row alone gives (its declared exception).
 
 ``python -m accel_abstraction.redirect.docs [--check] [PATH]``; ``nox -s docs`` runs it, and
 ``tests/redirect/test_docs.py`` keeps the committed file in step.
@@ -11,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..docgen import cell, code, main
-from .cuda_module import ROWS, CudaRow
+from .cuda_rows import ROWS, CudaRow
 from .hints import port_hint
 from .serve import NO_NEUTRAL
 
@@ -31,13 +34,13 @@ def _without_feature(row: CudaRow) -> str:
 def cuda_table() -> str:
     """One row per redirected ``torch.cuda`` function."""
     lines = [
-        "| `torch.cuda.` | category | served by | backend without the feature | port to |",
-        "|---|---|---|---|---|",
+        "| `torch.cuda.` | category | served by | backend without the feature | port to | differs from the port row |",
+        "|---|---|---|---|---|---|",
     ]
     for row in ROWS:
         hint = port_hint(f"torch.cuda.{row.name}")
         lines.append(
-            f"| `{row.name}` | {row.category} | {code(cell(row.serve.text))} | {_without_feature(row)} | {cell(hint)} |"
+            f"| `{row.name}` | {row.category} | {code(cell(row.serve.text))} | {_without_feature(row)} | {cell(hint)} | {cell(row.differs)} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -1,4 +1,4 @@
-"""The torch.cuda redirect table is typed rows (redirect/cuda_module.py ROWS); docs/redirect.md's table is generated from them."""
+"""The torch.cuda redirect table is typed rows (redirect/cuda_rows.py ROWS, derived from the porting table); docs/redirect.md's table is generated from them."""
 
 from __future__ import annotations
 

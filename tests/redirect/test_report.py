@@ -59,3 +59,17 @@ def test_every_port_to_hint_comes_from_the_porting_tables() -> None:
     for api, (_, hint) in meta.items():
         assert hint == port_hint(api), api
     assert port_hint("torch.cuda.seed_all") == hint_for("torch.cuda.seed_all")  # the two tools agree
+
+
+def test_pattern_labels_name_built_in_rules_that_word_their_hint() -> None:
+    """RULE_OF holds rule objects: each is a built-in rule with a suggestion, and each label is one the redirect reports."""
+    from accel_abstraction.porting.rules import BUILTIN_RULES
+    from accel_abstraction.redirect.context import active_redirects
+    from accel_abstraction.redirect.hints import DEVICE_ARGUMENT, RULE_OF, port_hint
+
+    for label, rule in {**RULE_OF, "torch.zeros(device=cuda)": DEVICE_ARGUMENT}.items():
+        assert any(rule is built_in for built_in in BUILTIN_RULES), f"{label}: {rule.code} is not a built-in rule"
+        assert rule.suggestion and port_hint(label) == rule.suggestion, f"{label}: {rule.code} words no hint"
+    with redirect_cuda() as r:
+        reported = {red.label for red in active_redirects()} | set(r.recorder.meta)
+    assert set(RULE_OF) - reported == set(), "RULE_OF names labels no redirect reports"
