@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .runner import BackendRun
+from .runs import BackendRun
 
 __all__ = ["Comparison", "ParityResult", "compare_runs", "median_step_time"]
 

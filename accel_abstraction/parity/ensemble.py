@@ -23,7 +23,7 @@ from typing import Any
 
 from . import stats
 from .compare import Comparison, ParityResult, _step_problems, median_step_time
-from .runner import BackendRun
+from .runs import BackendRun
 
 __all__ = ["DEFAULT_ALPHA", "DEFAULT_WINDOWS", "compare_ensembles"]
 

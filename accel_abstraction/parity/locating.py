@@ -19,7 +19,8 @@ from typing import Any
 from .compare import ParityResult, compare_runs
 from .locate import Finding, first_difference
 from .pattern import MetricPattern
-from .runner import BackendRun, plan_runs, run_planned
+from .runner import plan_runs, run_planned
+from .runs import BackendRun
 
 __all__ = ["divergent_step", "locate_all"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import AccelError
 from ..safe_io import atomic_write
-from .runner import BackendRun
+from .runs import BackendRun
 
 __all__ = ["PlotUnavailableError", "plot_runs"]
 

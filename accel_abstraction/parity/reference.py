@@ -24,7 +24,8 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..safe_io import InputFileError, read_regular
-from .runner import BackendRun, record_problem
+from .metrics_lines import record_problem
+from .runs import BackendRun
 
 __all__ = [
     "SCHEMA",

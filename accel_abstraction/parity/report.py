@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..safe_io import WriteError, atomic_write
 from .compare import ParityResult, median_step_time
 from .reference import SCHEMA, SCHEMA_VERSION, encode_float, host_facts
-from .runner import BackendRun
+from .runs import BackendRun
 
 if TYPE_CHECKING:
     from rich.console import Console

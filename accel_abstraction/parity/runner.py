@@ -21,7 +21,6 @@ While the runs go on, a progress bar per run follows the metrics as they come.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -30,7 +29,6 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +36,9 @@ from .._labels import unique_labels
 from ..emulation import backend_env, emulation_var
 from ..metrics import ENV_VAR as METRICS_ENV
 from . import fingerprint as fp
+from .metrics_lines import Follower, take_json_lines, take_output_lines
 from .pattern import MetricPattern
+from .runs import BackendRun, run_label
 from .seeding import ENV_VAR as SEED_ENV
 
 __all__ = ["BackendRun", "backend_env", "emulation_var", "plan_runs", "run_backends", "run_planned"]
@@ -46,130 +46,6 @@ __all__ = ["BackendRun", "backend_env", "emulation_var", "plan_runs", "run_backe
 POLL_SECONDS = 0.1
 #: Variables that describe one run of a parity check: set per run, never inherited from the caller.
 _RUN_VARS = frozenset({SEED_ENV, fp.FILE_ENV, fp.STEPS_ENV, fp.STOP_ENV, fp.BOUNDARY_ENV})
-
-
-@dataclass
-class BackendRun:
-    """One run of the script on one backend."""
-
-    label: str  # unique in a parity run: "cpu", or "cpu#2" when a backend is given twice
-    backend: str
-    env: dict[str, str] = field(default_factory=dict)  # the variables changed for this run
-    returncode: int | None = None
-    error: str = ""  # why the run did not produce usable metrics ("" when it did)
-    wall_time: float = 0.0
-    records: list[dict[str, Any]] = field(default_factory=list)  # one per logged step: {"step": i, ...}
-    facts: dict[str, Any] = field(default_factory=dict)  # {"run": ...} of the metrics file (accel.metrics)
-    settings: dict[str, Any] = field(default_factory=dict)  # what the script declared (accel.log_settings)
-    metrics_path: str = ""
-    log_path: str = ""
-    redirect_report: str = ""  # the `accel run` JSON report of a --redirect leg
-    recorded_from: str = ""  # a run loaded from a recorded parity.json (not run now): that file
-    group: str = ""  # the backend's label ("cpu", "cpu#2"): the runs of one backend over seeds share it
-    seed_index: int = 0  # k of --seeds (0: the script's own seeds)
-    fingerprints_path: str = ""  # where this run wrote its fingerprints ("" when it recorded none)
-    fingerprints: list[dict[str, Any]] = field(default_factory=list)  # read back (or from a recording)
-
-    def __post_init__(self) -> None:
-        self.group = self.group or self.label
-
-    @property
-    def ok(self) -> bool:
-        return not self.error
-
-    def series(self, key: str) -> dict[int, float]:
-        """``{step: value}`` of the numeric metric ``key`` (the last record wins for a repeated step)."""
-        return {int(r["step"]): float(r[key]) for r in self.records if isinstance(r.get(key), (int, float))}
-
-
-class _Follower:
-    """Reads the complete lines appended to a file since the last call."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
-        self.partial = ""
-        #: Why the file could not be read (the script replaced it by a folder, ...); ``""``: it could.
-        self.problem = ""
-
-    def lines(self, final: bool = False) -> list[str]:
-        try:
-            with self.path.open("r", encoding="utf-8", errors="replace") as fh:
-                fh.seek(self.offset)
-                chunk = fh.read()
-                self.offset = fh.tell()
-        except FileNotFoundError:
-            return []
-        except OSError as exc:  # a folder or a FIFO where the file should be: said once, not raised
-            what = "a folder" if self.path.is_dir() else (exc.strerror or str(exc))
-            self.problem = self.problem or f"{self.path} could not be read ({what}; did the script replace it?)"
-            return []
-        lines = (self.partial + chunk).split("\n")
-        self.partial = "" if final else lines.pop()  # an unfinished last line waits for the next read
-        return [line for line in lines if line.strip()]
-
-
-def _take_json_lines(run: BackendRun, lines: Sequence[str], keep_steps: bool) -> list[dict[str, Any]]:
-    """Sort the metrics file's lines into ``run``: facts, settings and (if ``keep_steps``) step records."""
-    new = []
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:  # not JSON, or an integer of more digits than Python converts
-            run.error = run.error or f"unreadable line in {run.metrics_path}: {line[:80]!r}"
-            continue
-        except RecursionError:
-            run.error = run.error or f"a line of {run.metrics_path} nests JSON too deeply to read: {line[:40]!r}..."
-            continue
-        if not isinstance(record, dict):
-            continue
-        if isinstance(record.get("run"), dict):
-            run.facts.update(record["run"])
-        elif isinstance(record.get("settings"), dict):
-            run.settings.update(record["settings"])
-        elif keep_steps and "step" in record:
-            problem = record_problem(record)
-            if problem:
-                run.error = run.error or f"a record of {run.metrics_path} {problem}"
-                continue
-            new.append(record)
-    return new
-
-
-def record_problem(record: Mapping[str, Any]) -> str:
-    """Why one step record cannot be compared, or ``""``: its step is not a whole number
-    (``Infinity``, ``"x"``, ``true``), or a value is neither a number, text nor null, or is
-    an integer too large for a float (``log_metric(loss=10**400)``). Metrics files and
-    recorded references are judged by this one rule."""
-    step = record.get("step")
-    if not isinstance(step, int) or isinstance(step, bool):
-        return f"has step {_short(step)}, not a whole number"
-    for key, value in record.items():
-        if key == "step" or value is None or isinstance(value, (str, bool)):
-            continue
-        if not isinstance(value, (int, float)):
-            return f"has {key} {_short(value)} at step {step}, not a number"
-        if isinstance(value, int):
-            try:
-                float(value)
-            except OverflowError:
-                return f"has {key} at step {step}, an integer too large for a float"
-    return ""
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _take_output_lines(run: BackendRun, lines: Sequence[str], pattern: MetricPattern) -> list[dict[str, Any]]:
-    new = []
-    for record in pattern.records("\n".join(lines)):
-        if "error" in record:
-            run.error = run.error or f"--metric: {record['error']}"
-        else:
-            new.append(record)
-    return new
 
 
 def _kill_group(proc: subprocess.Popen[Any], leftovers_only: bool = False) -> None:
@@ -193,11 +69,6 @@ def _tail(path: Path, lines: int = 5) -> str:
     except FileNotFoundError:
         return ""
     return "\n".join(text.strip().splitlines()[-lines:])
-
-
-def run_label(group: str, seed_index: int) -> str:
-    """``cpu`` for run 0, ``cpu/seed3`` for run 3 of ``--seeds``."""
-    return group if seed_index == 0 else f"{group}/seed{seed_index}"
 
 
 def plan_runs(
@@ -361,8 +232,8 @@ def _run_one(
     if run.fingerprints_path:
         Path(run.fingerprints_path).unlink(missing_ok=True)
         env[fp.FILE_ENV] = run.fingerprints_path
-    follower = _Follower(metrics)
-    output = _Follower(Path(run.log_path))
+    follower = Follower(metrics)
+    output = Follower(Path(run.log_path))
     if run.redirect_report:
         Path(run.redirect_report).unlink(missing_ok=True)
         leg = [sys.executable, "-m", "accel_abstraction.parity.leg", run.redirect_report]
@@ -383,9 +254,9 @@ def _run_one(
                     done = True
                 except subprocess.TimeoutExpired:
                     done = False
-                new = _take_json_lines(run, follower.lines(final=done), keep_steps=pattern is None)
+                new = take_json_lines(run, follower.lines(final=done), keep_steps=pattern is None)
                 if pattern is not None:
-                    new = _take_output_lines(run, output.lines(final=done), pattern)
+                    new = take_output_lines(run, output.lines(final=done), pattern)
                 if new:
                     run.records.extend(new)
                     last = new[-1]

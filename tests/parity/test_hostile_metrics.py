@@ -1,7 +1,7 @@
 """Hostile metrics (issue 38): whatever a script writes as its metrics, or wherever
 ``ACCEL_METRICS_FILE`` points, `accel parity` and `accel.log_metric` end in one clear line.
 
-The parsing layer is tested in-process (``_take_json_lines``, ``record_problem``); one end to
+The parsing layer is tested in-process (``take_json_lines``, ``record_problem``); one end to
 end case per shape that needs a real script run is marked slow.
 """
 
@@ -13,15 +13,16 @@ from pathlib import Path
 import pytest
 
 from accel_abstraction import metrics
+from accel_abstraction.parity.metrics_lines import Follower, record_problem, take_json_lines
 from accel_abstraction.parity.reference import load_reference
-from accel_abstraction.parity.runner import BackendRun, _Follower, _take_json_lines, record_problem
+from accel_abstraction.parity.runs import BackendRun
 
 from .conftest import parity
 
 
 def _taken(*lines: str) -> tuple[BackendRun, list[dict[str, object]]]:
     run = BackendRun("cpu", "cpu", metrics_path="m.jsonl")
-    return run, _take_json_lines(run, list(lines), keep_steps=True)
+    return run, take_json_lines(run, list(lines), keep_steps=True)
 
 
 @pytest.mark.parametrize(
@@ -52,7 +53,7 @@ def test_record_problem_accepts_what_log_metric_writes() -> None:
 def test_a_metrics_file_replaced_by_a_folder_is_said_once(tmp_path: Path) -> None:
     path = tmp_path / "m.jsonl"
     path.mkdir()
-    follower = _Follower(path)
+    follower = Follower(path)
     assert follower.lines() == [] and follower.lines(final=True) == []
     assert follower.problem == f"{path} could not be read (a folder; did the script replace it?)"
 

@@ -13,7 +13,7 @@ import numpy
 import pytest
 
 from accel_abstraction.parity import stats
-from accel_abstraction.parity.runner import BackendRun
+from accel_abstraction.parity.runs import BackendRun
 from accel_abstraction.parity.seeding import ENV_VAR, derive
 
 from .conftest import HERE, parity

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from accel_abstraction.parity.compare import compare_runs
-from accel_abstraction.parity.runner import BackendRun
+from accel_abstraction.parity.runs import BackendRun
 
 from .conftest import TINY, parity
 
