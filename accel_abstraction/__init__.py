@@ -246,9 +246,9 @@ def get_rng_state(device: DeviceLike = None) -> torch.Tensor:
     return _bound("get_rng_state")(device)
 
 
-def set_rng_state(state: torch.Tensor, device: DeviceLike = None) -> None:
-    """Restore a state from :func:`get_rng_state`."""
-    _bound("set_rng_state")(state, device)
+def set_rng_state(new_state: torch.Tensor, device: DeviceLike = None) -> None:
+    """Restore a state from :func:`get_rng_state` (argument names as ``torch.cuda.set_rng_state``'s)."""
+    _bound("set_rng_state")(new_state, device)
 
 
 def get_rng_state_all() -> list[torch.Tensor]:
@@ -256,9 +256,9 @@ def get_rng_state_all() -> list[torch.Tensor]:
     return _bound("get_rng_state_all")()
 
 
-def set_rng_state_all(states: Sequence[torch.Tensor]) -> None:
-    """Restore the states from :func:`get_rng_state_all`."""
-    _bound("set_rng_state_all")(states)
+def set_rng_state_all(new_states: Sequence[torch.Tensor]) -> None:
+    """Restore the states from :func:`get_rng_state_all` (argument name as ``torch.cuda.set_rng_state_all``'s)."""
+    _bound("set_rng_state_all")(new_states)
 
 
 def fork_rng(devices: Sequence[DeviceLike] | None = None, enabled: bool = True) -> contextlib.AbstractContextManager[None]:
@@ -285,9 +285,10 @@ def GradScaler(  # noqa: N802 - mirrors torch.amp.GradScaler
     return _bound("GradScaler")(init_scale, growth_factor, backoff_factor, growth_interval, enabled)
 
 
-def is_bf16_supported() -> bool:
-    """True if the selected device computes in bfloat16."""
-    return _bound("is_bf16_supported")()
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """True if the selected device computes in bfloat16; with ``including_emulation=False``, natively
+    (as ``torch.cuda.is_bf16_supported``'s argument: false on a GPU that emulates bf16 through float32)."""
+    return _bound("is_bf16_supported")(including_emulation)
 
 
 def is_fp16_supported() -> bool:

@@ -73,7 +73,8 @@ API: tuple[Row, ...] = (
     *_bound("set_rng_state_all", guard="rng_states"),
     *_bound("fork_rng"),
     # AMP
-    *_bound("autocast", "GradScaler", "is_bf16_supported", "is_fp16_supported", "supported_dtypes"),
+    *_bound("is_bf16_supported", guard="bf16"),
+    *_bound("autocast", "GradScaler", "is_fp16_supported", "supported_dtypes"),
     # numerics
     *_bound("set_deterministic", guard="deterministic"),
     *_bound("set_benchmark", "set_allow_tf32", guard="flag"),

@@ -82,20 +82,20 @@ def _seed_guard(name: str, fn: Callable[..., Any], backend: Backend) -> Callable
 
 
 def _rng_state_guard(name: str, fn: Callable[..., Any], backend: Backend) -> Callable[..., Any]:
-    def set_rng_state(state: torch.Tensor, device: Any = None) -> None:
-        fn(check_rng_state(state, name), device)
+    def set_rng_state(new_state: torch.Tensor, device: Any = None) -> None:
+        fn(check_rng_state(new_state, name), device)
 
     return set_rng_state
 
 
 def _rng_states_guard(name: str, fn: Callable[..., Any], backend: Backend) -> Callable[..., Any]:
-    def set_rng_state_all(states: Sequence[torch.Tensor]) -> None:
-        if isinstance(states, (torch.Tensor, str, bytes)) or not isinstance(states, Sequence):
+    def set_rng_state_all(new_states: Sequence[torch.Tensor]) -> None:
+        if isinstance(new_states, (torch.Tensor, str, bytes)) or not isinstance(new_states, Sequence):
             raise ArgumentTypeError(
                 f"accel.{name}() takes a list of generator states (as accel.get_rng_state_all() returns), "
-                f"not {type(states).__name__}"
+                f"not {type(new_states).__name__}"
             )
-        fn([check_rng_state(s, name) for s in states])
+        fn([check_rng_state(s, name) for s in new_states])
 
     return set_rng_state_all
 
@@ -112,6 +112,15 @@ def _flag_guard(name: str, fn: Callable[..., Any], backend: Backend) -> Callable
         fn(check_flag(flag, "flag", name))
 
     return set_flag
+
+
+def _bf16_guard(name: str, fn: Callable[..., Any], backend: Backend) -> Callable[..., Any]:
+    native = backend.is_bf16_native
+
+    def is_bf16_supported(including_emulation: bool = True) -> bool:
+        return bool(fn()) if check_flag(including_emulation, "including_emulation", name) else native()
+
+    return is_bf16_supported
 
 
 def autocast_dtype_error(backend: Backend, dtype: Any) -> AccelError:
@@ -140,6 +149,7 @@ CHECKS: dict[str, Guard] = {
     "rng_states": _rng_states_guard,
     "deterministic": _deterministic_guard,
     "flag": _flag_guard,
+    "bf16": _bf16_guard,
 }
 
 #: Public name -> its wrapper factory, as the API table says.

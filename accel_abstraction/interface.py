@@ -324,19 +324,19 @@ class Backend:
         fn = self._fn("get_rng_state", "rng")
         return fn() if index is None else fn(index)  # type: ignore[no-any-return]
 
-    def set_rng_state(self, state: torch.Tensor, device: DeviceLike = None) -> None:
-        """Restore a state from :meth:`get_rng_state`."""
+    def set_rng_state(self, new_state: torch.Tensor, device: DeviceLike = None) -> None:
+        """Restore a state from :meth:`get_rng_state` (argument names as torch's)."""
         index = self.index_of(device)
         fn = self._fn("set_rng_state", "rng")
-        fn(state) if index is None else fn(state, index)
+        fn(new_state) if index is None else fn(new_state, index)
 
     def get_rng_state_all(self) -> list[torch.Tensor]:
         """States of every device's generator, built from the per-device call."""
         return [self.get_rng_state(i) for i in range(self.device_count())]
 
-    def set_rng_state_all(self, states: Sequence[torch.Tensor]) -> None:
+    def set_rng_state_all(self, new_states: Sequence[torch.Tensor]) -> None:
         """Restore states from :meth:`get_rng_state_all`."""
-        for i, state in enumerate(states):
+        for i, state in enumerate(new_states):
             self.set_rng_state(state, i)
 
     def fork_rng(self, devices: Sequence[DeviceLike] | None = None, enabled: bool = True) -> contextlib.AbstractContextManager[None]:
@@ -418,6 +418,22 @@ class Backend:
         """True if bfloat16 compute is supported."""
         fn = getattr(self.module, "is_bf16_supported", None)
         return bool(fn()) if fn is not None else torch.bfloat16 in self.supported_dtypes()
+
+    def is_bf16_native(self) -> bool:
+        """True if bfloat16 compute is supported without emulation (``accel.is_bf16_supported(including_emulation=False)``).
+
+        The default asks the device module's ``is_bf16_supported(including_emulation=False)``
+        where it takes that argument (``torch.cuda``: false on a GPU that only emulates bf16
+        through float32), and otherwise takes :meth:`is_bf16_supported`: a device that supports
+        bfloat16 and says nothing of emulation computes it natively.
+        """
+        if not self.is_bf16_supported():
+            return False
+        fn = getattr(self.module, "is_bf16_supported", None)
+        try:
+            return bool(fn(including_emulation=False)) if fn is not None else True
+        except TypeError:  # a device module whose is_bf16_supported() takes no such argument
+            return True
 
     def is_fp16_supported(self) -> bool:
         """True if float16 compute is supported."""

@@ -194,8 +194,8 @@ def _never_capturing(b: Backend, idx: Index) -> Callable[..., Any]:
 
 
 def _bf16(b: Backend, idx: Index) -> Callable[..., Any]:
-    fn = b.is_bf16_supported
-    return lambda including_emulation=True: fn()
+    fn, native = b.is_bf16_supported, b.is_bf16_native
+    return lambda including_emulation=True: fn() if including_emulation else native()
 
 
 def _properties(b: Backend, idx: Index) -> Callable[..., Any]:
@@ -225,12 +225,12 @@ EXCEPTIONS: dict[str, Differs] = {
         answers="is_available",
     ),
     "is_bf16_supported": Differs(
-        "accepts torch's including_emulation argument, which accel.is_bf16_supported() has not",
-        Serve(_bf16, "backend.is_bf16_supported()"),
+        "answers torch's including_emulation=False by the backend's is_bf16_native() (the port's accel.is_bf16_supported takes the argument as well)",
+        Serve(_bf16, "backend.is_bf16_supported() / is_bf16_native()"),
         category="amp",
     ),
     "set_rng_state": Differs(
-        "keeps torch's argument names (new_state, device='cuda'); the backend's are (state, device)",
+        "translates torch's device argument (default 'cuda': the current device) beside the state; the derivation serves one device argument alone",
         Serve(_set_rng_state, "backend.set_rng_state(new_state, device)"),
     ),
     "reset_peak_memory_stats": _NOTHING_TO_RESET,

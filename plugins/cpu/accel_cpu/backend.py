@@ -121,9 +121,9 @@ class CpuBackend(Backend):
         self.index_of(device)
         return torch.get_rng_state()
 
-    def set_rng_state(self, state: torch.Tensor, device: DeviceLike = None) -> None:
+    def set_rng_state(self, new_state: torch.Tensor, device: DeviceLike = None) -> None:
         self.index_of(device)
-        torch.set_rng_state(state)
+        torch.set_rng_state(new_state)
 
     def fork_rng(
         self, devices: Any = None, enabled: bool = True
