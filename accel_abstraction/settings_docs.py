@@ -39,11 +39,8 @@ class ConfigVariable:
 def _fields(section: Any) -> list[tuple[str, Any, str]]:
     """``(field, default, description)`` of a section, declared or a ``ConfigSection`` class."""
     if isinstance(section, SectionSpec):
-        if section.settings:
-            return [(n, s.default, s.description) for n, s in section.settings.items()]
-        fields = section.model_class.model_fields
-        return [(n, section.defaults[n], fields[n].description or "") for n in section.defaults]
-    rows = []
+        return [(n, s.default, s.description) for n, s in section.settings.items()]
+    rows = []  # a third-party plugin's hand-written ConfigSection
     for name, info in section.model_fields.items():
         default = info.default_factory() if info.default is PydanticUndefined and info.default_factory else info.default
         rows.append((name, default, info.description or ""))

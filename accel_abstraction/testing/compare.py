@@ -184,7 +184,6 @@ def _resolve(fn: Callable[[], Any] | str) -> tuple[Callable[[], Any], str | None
 
 def _needs_subprocess(name: str) -> bool:
     """For ``subprocess="auto"``: can backend ``name`` not run in this process as it is?"""
-    import accel_abstraction as accel
     from accel_abstraction.emulation import backend_env
     from accel_abstraction.runtime import _selection
 
@@ -194,10 +193,11 @@ def _needs_subprocess(name: str) -> bool:
     if why_not or set(changes) != {"ACCEL_BACKEND"}:
         return True  # it runs only with another environment (an emulation) or not at all here
     from accel_abstraction.plugins import get_host
+    from accel_abstraction.sections import CORE
     from accel_abstraction.selection import build_backend
 
     entry = get_host().registry.get(name)
-    device_type = build_backend(entry, accel.AccelSettings.load(backend=name)).device_type
+    device_type = build_backend(entry, CORE.load(backend=name)).device_type
     try:
         torch.device(device_type)  # a device type torch knows here: built in, or installed in this process
     except RuntimeError:

@@ -181,3 +181,14 @@ def test_amp_dtype_names_come_from_one_list() -> None:
     assert typing.get_args(AccelSettings.model_fields["amp_dtype"].annotation) == AMP_DTYPES
     assert {name: getattr(torch, name) for name in AMP_DTYPES if name != "auto"} == dict(interface._AMP_DTYPES)
     assert set(AMP_ALIASES.values()) <= set(AMP_DTYPES)
+
+
+def test_the_typed_views_name_exactly_the_declared_fields() -> None:
+    """The Protocols that type-check readers of a section (static types cannot come from the rows)
+    list exactly the fields the section declares."""
+    from accel_abstraction.porting.settings import SCAN, ScanConfig
+    from accel_abstraction.sections import CoreSettings, DistConfig
+
+    for protocol, spec in ((CoreSettings, CORE), (DistConfig, DIST), (ScanConfig, SCAN)):
+        members = {name for name in vars(protocol) if not name.startswith("_") and name != "source_of"}
+        assert members == set(spec.settings), f"{protocol.__name__} drifted from {spec.env_prefix}*"
