@@ -76,6 +76,9 @@ class Setting:
     spelling); raises ``ValueError`` with the message shown after the value's source."""
     after: Callable[[Any], Any] | None = None
     """The model's validator run on the typed value (normalise, refuse); raises ``ValueError``."""
+    examples: tuple[Any, ...] = ()
+    """Values the agreement test feeds besides those it derives from the type and limits: the
+    spellings a validator knows of (aliases), which no type says."""
 
 
 def declare(section: str, env_prefix: str, settings: Mapping[str, Setting]) -> SectionSpec:
@@ -280,6 +283,7 @@ CORE = declare(
             "Autocast dtype; 'auto' takes the backend's preferred one.",
             plain=plain_amp_dtype,
             before=amp_alias,
+            examples=(*AMP_ALIASES, " torch.HALF ", "float64"),
         ),
         "fallback": Setting(
             str | None,
