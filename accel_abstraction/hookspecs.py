@@ -158,6 +158,19 @@ def accel_config_sections(register: Callable[[Any], None]) -> None:
     """
 
 
+@hookspec
+def accel_process_variables(register: Callable[[Any], None]) -> None:
+    """Declare the plugin's process-level ``ACCEL_*`` variables by calling ``register(row)``.
+
+    ``row`` is an :class:`accel_abstraction.environment.EnvVar`: a variable that is not a
+    setting of a configuration section (those are declared by the section), read before or
+    outside configuration (a switch of the plugin's runtime, a variable a tool sets for its
+    child). ``docs/settings.md`` lists every registered row with its plugin, and the code reads
+    it with ``accel_abstraction.environment.read(row)`` / ``flag(row)``. Called only by the
+    settings reference and its tests; keep the implementation an import of the row.
+    """
+
+
 # ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------

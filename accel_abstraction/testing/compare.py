@@ -41,6 +41,7 @@ from typing import Any, Literal
 import torch
 
 from .._labels import unique_labels
+from ..environment import read
 from .timeouts import scaled
 
 __all__ = ["BackendResults", "assert_backends_match"]
@@ -296,7 +297,7 @@ def assert_backends_match(
 
 
 def _default_backends() -> list[str]:
-    env = [n.strip() for n in os.environ.get("ACCEL_TEST_BACKENDS", "").split(",") if n.strip()]
+    env = [n.strip() for n in (read("ACCEL_TEST_BACKENDS") or "").split(",") if n.strip()]
     if len(env) >= 2:
         return env
     from accel_abstraction.emulation import runnable_backends
