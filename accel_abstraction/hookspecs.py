@@ -184,8 +184,8 @@ def accel_register_commands(register: Callable[[CommandSpec], None]) -> None:
     import path; it is imported only when its command runs (or for ``accel --help``) and
     must expose ``add_parser(subparsers)``, which adds the subcommand (``subparsers.add_parser``)
     and sets ``func`` (``args -> exit code``) on it. Keep the plugin module itself light: it
-    is imported for every ``accel`` command. A name that is already taken (the built-in
-    ``info``, ``config``, ``scan``, ``port``, ``run``, ``parity``, ``patches``, ``test``, or another plugin's) is
+    is imported for every ``accel`` command. A name that is already taken (a built-in one,
+    :data:`accel_abstraction.commands.BUILTIN_COMMANDS`, or another plugin's) is
     refused with a warning naming both; the first registration keeps it.
     See :mod:`accel_abstraction.commands`.
     """
