@@ -128,12 +128,6 @@ class SectionSpec:
             raise KeyError(f"{'.'.join(self.header)} has no setting {name!r}")
         return f"{self.env_prefix}{name}".upper()
 
-    def raw(self, name: str) -> str | None:
-        """The environment's value of field ``name``'s variable, unchecked (any case of the name,
-        as the model reads it); ``None`` when unset. For a decision that must precede loading."""
-        variable = self.variable(name)
-        return next((value for key, value in os.environ.items() if key.upper() == variable), None)
-
     def is_set_anywhere(self, table: Mapping[str, Any], overrides: Mapping[str, Any]) -> bool:
         """Whether a keyword, a variable or a key of ``table`` sets one of the fields."""
         if overrides or any(not isinstance(value, Mapping) for value in table.values()):
