@@ -57,9 +57,9 @@ def _check(item: object) -> None:
 def config_sections() -> list[Any]:
     """The core's sections, then each plugin's (``accel_config_sections``), one per table."""
     from .plugins import get_host
-    from .porting.settings import ScanSettings
+    from .porting.settings import SCAN
 
-    sections: list[Any] = [CORE, DIST, ScanSettings]
+    sections: list[Any] = [CORE, DIST, SCAN]
     seen = {_header(s) for s in sections}
     for _plugin, section in get_host("tools").collect("accel_config_sections", _check):
         if _header(section) not in seen:

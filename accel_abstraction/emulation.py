@@ -57,12 +57,12 @@ def _patched_environ(changes: Mapping[str, str]) -> Iterator[None]:
 def _availability(name: str, changes: Mapping[str, str], source: str) -> Availability:
     """Whether backend ``name`` could run in a process whose environment has ``changes`` applied."""
     from .plugins import get_host
+    from .sections import CORE
     from .selection import build_backend, probe
-    from .settings import AccelSettings
 
     with _patched_environ(changes):
         entry = get_host().registry.get(name, source)
-        backend = build_backend(entry, AccelSettings.load(backend=name))
+        backend = build_backend(entry, CORE.load(backend=name))
         return probe(backend, entry)  # a probe that raises is "unavailable", naming the plugin
 
 

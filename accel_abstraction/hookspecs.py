@@ -158,6 +158,19 @@ def accel_config_sections(register: Callable[[Any], None]) -> None:
     """
 
 
+@hookspec
+def accel_process_variables(register: Callable[[Any], None]) -> None:
+    """Declare the plugin's process-level ``ACCEL_*`` variables by calling ``register(row)``.
+
+    ``row`` is an :class:`accel_abstraction.environment.EnvVar`: a variable that is not a
+    setting of a configuration section (those are declared by the section), read before or
+    outside configuration (a switch of the plugin's runtime, a variable a tool sets for its
+    child). ``docs/settings.md`` lists every registered row with its plugin, and the code reads
+    it with ``accel_abstraction.environment.read(row)`` / ``flag(row)``. Called only by the
+    settings reference and its tests; keep the implementation an import of the row.
+    """
+
+
 # ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
@@ -171,8 +184,8 @@ def accel_register_commands(register: Callable[[CommandSpec], None]) -> None:
     import path; it is imported only when its command runs (or for ``accel --help``) and
     must expose ``add_parser(subparsers)``, which adds the subcommand (``subparsers.add_parser``)
     and sets ``func`` (``args -> exit code``) on it. Keep the plugin module itself light: it
-    is imported for every ``accel`` command. A name that is already taken (the built-in
-    ``info``, ``config``, ``scan``, ``port``, ``run``, ``parity``, ``patches``, ``test``, or another plugin's) is
+    is imported for every ``accel`` command. A name that is already taken (a built-in one,
+    :data:`accel_abstraction.commands.BUILTIN_COMMANDS`, or another plugin's) is
     refused with a warning naming both; the first registration keeps it.
     See :mod:`accel_abstraction.commands`.
     """

@@ -28,11 +28,11 @@ import atexit
 import contextlib
 import errno
 import json
-import os
 import platform
 from collections.abc import Callable
 from typing import IO, Any
 
+from .environment import read
 from .errors import AccelError
 
 __all__ = ["ENV_VAR", "MetricsFileError", "add_step_listener", "close", "log_metric", "log_settings", "run_facts", "write_run_facts"]
@@ -79,7 +79,7 @@ def run_facts() -> dict[str, Any]:
 
 def _open() -> IO[str] | None:
     global _sink
-    path = os.environ.get(ENV_VAR)
+    path = read(ENV_VAR)
     if not path:
         _sink = None
         return None
@@ -108,7 +108,7 @@ def _write(line: str) -> None:
         sink.write(line + "\n")
     except OSError as exc:
         close()
-        raise _failure(getattr(sink, "name", os.environ.get(ENV_VAR, "")), exc) from None
+        raise _failure(getattr(sink, "name", read(ENV_VAR) or ""), exc) from None
 
 
 def _sink_or_none() -> IO[str] | None:

@@ -19,13 +19,13 @@ The two modules may be one (list it in both groups): it is then imported and reg
 from __future__ import annotations
 
 import math
-import os
 import signal
 import threading
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, PackageNotFoundError, distribution, entry_points
 from typing import Any, Literal
 
+from .environment import read
 from .errors import ConfigError
 
 #: The undeclared (legacy) group: a plugin listed here only is loaded by every command.
@@ -117,7 +117,7 @@ class ImportTooSlow(BaseException):
 
 def import_timeout() -> float:
     """Seconds a plugin's import may take (:data:`IMPORT_TIMEOUT_ENV`; 0: no bound)."""
-    raw = os.environ.get(IMPORT_TIMEOUT_ENV, "").strip()
+    raw = (read(IMPORT_TIMEOUT_ENV) or "").strip()
     if not raw:
         return DEFAULT_IMPORT_TIMEOUT_S
     try:
@@ -178,7 +178,7 @@ def _importing(frame: Any) -> str:
 
 def allow_list() -> list[str] | None:
     """The plugin names ``ACCEL_PLUGINS`` allows (None: all)."""
-    raw = os.environ.get("ACCEL_PLUGINS")
+    raw = read("ACCEL_PLUGINS")
     if raw is None or not raw.strip():
         return None
     names = [part.strip() for part in raw.split(",") if part.strip()]

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import threading
 import traceback
 import warnings
@@ -34,6 +33,7 @@ from typing import Any, Literal
 import pluggy
 
 from . import hookspecs
+from .environment import flag, read
 from .errors import ConfigError, PluginError, did_you_mean
 from .plugin_discovery import (
     BACKENDS_GROUP,
@@ -71,7 +71,6 @@ __all__ = [
     "reset",
 ]
 
-_TRUE = {"1", "true", "yes", "on"}
 
 Status = Literal["loaded", "failed", "skipped"]
 
@@ -115,7 +114,7 @@ class PluginHost:
     def load(self, extra: list[tuple[str, Any]] | None = None) -> None:
         """Load entry-point plugins (as the environment allows), then ``extra`` ones, then register backends."""
         allow = allow_list()
-        autoload = os.environ.get("ACCEL_DISABLE_PLUGIN_AUTOLOAD", "").strip().lower() not in _TRUE
+        autoload = not flag("ACCEL_DISABLE_PLUGIN_AUTOLOAD")
         found, duplicates = discover(self.scope)
         if allow is not None:
             available = {p.name for p in found} | {dist_name(p.first) for p in found}
@@ -163,7 +162,7 @@ class PluginHost:
                 f"({', '.join(skipped)}) because ACCEL_DISABLE_PLUGIN_AUTOLOAD=1 is set and ACCEL_PLUGINS names none "
                 "of them; unset ACCEL_DISABLE_PLUGIN_AUTOLOAD or name plugins in ACCEL_PLUGINS"
                 if allow is None
-                else f"no backend is registered: ACCEL_PLUGINS={os.environ.get('ACCEL_PLUGINS', '')!r} allows no "
+                else f"no backend is registered: ACCEL_PLUGINS={read('ACCEL_PLUGINS') or ''!r} allows no "
                 f"plugin that registers one (installed: {', '.join(skipped)})"
             )
 

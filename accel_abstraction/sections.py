@@ -1,13 +1,12 @@
 """Configuration sections declared without pydantic, and loaded without it when nothing is set.
 
 A section is one ``[tool.accel...]`` table with its ``ACCEL_...`` variables: the core's
-(``[tool.accel]``, ``ACCEL_*``) and any plugin's (``[tool.accel.neuron]``, ``ACCEL_NEURON_*``).
-Its :class:`SectionSpec` states the table, the variable prefix and the default of every field
-(the one place defaults are written). Its fields are declared either as :class:`Setting`
-rows (type, default, meaning, limits), from which the validating pydantic model is built
-when a value needs it (:func:`~accel_abstraction.settings.declared_model`): the whole section
-in one declaration; or, for a section whose values need validators of their own, by naming
-a :class:`~accel_abstraction.settings.ConfigSection` subclass that takes its defaults from here.
+(``[tool.accel]``, ``ACCEL_*``), the distributed and scan ones, and any plugin's
+(``[tool.accel.neuron]``, ``ACCEL_NEURON_*``). It is declared once, with :func:`declare`: one
+:class:`Setting` row per field (type, default, meaning, limits, validators, plain check). From
+the rows come the variable names, the table keys, the defaults, the validating pydantic model
+(:func:`~accel_abstraction.settings.declared_model`, built only when a value needs it), the
+fast path below, ``docs/settings.md`` and the test that the fast path agrees with the model.
 
 :meth:`SectionSpec.load` answers a run in which no keyword, no variable and no key of the
 table sets a field with :class:`Defaults` (a few microseconds); so too a run whose set values
@@ -20,13 +19,13 @@ in every process, and before the plain checks every configured one did.
 
 from __future__ import annotations
 
+import copy
 import functools
-import importlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from .pyproject import (
     DEFAULT,
@@ -51,55 +50,70 @@ PlainCheck = Callable[[Any], Any]
 
 @dataclass(frozen=True)
 class Setting:
-    """One field of a declared section: its type, default, meaning (the model field's description) and limits."""
+    """One field of a declared section: everything about it, in one row.
+
+    From the rows of a section come its environment variables (prefix + name), its
+    ``pyproject.toml`` keys (the names), its defaults, the validating pydantic model
+    (:func:`~accel_abstraction.settings.declared_model`: type, default, description, limits,
+    validators), the fast path that needs no pydantic (``plain``), the settings reference
+    (``docs/settings.md``) and the test that the fast path and the model agree.
+    """
 
     type: Any
-    """The field's type, as a runtime annotation (``bool``, ``int``, ``str | None``)."""
+    """The field's type, as a runtime annotation (``bool``, ``int``, ``str | None``, ``list[str]``)."""
     default: Any
+    """The default; a list default is copied for each loaded instance."""
     description: str
     limits: Mapping[str, Any] = field(default_factory=dict)
     """pydantic ``Field`` constraints: ``ge``, ``le``, ``gt``, ``allow_inf_nan``."""
+    plain: PlainCheck | None = None
+    """The field's plain check (fast path): a set value it accepts is loaded without the model.
+    It must give what the model gives for every value it accepts (a test generated from the
+    rows compares them); values it refuses (:class:`NotPlain`) go to the model, so every error
+    message is the model's. ``None``: a set value always goes to the model."""
+    before: Callable[[Any], Any] | None = None
+    """The model's validator run on the raw value before type checks (an alias -> its canonical
+    spelling); raises ``ValueError`` with the message shown after the value's source."""
+    after: Callable[[Any], Any] | None = None
+    """The model's validator run on the typed value (normalise, refuse); raises ``ValueError``."""
+    examples: tuple[Any, ...] = ()
+    """Values the agreement test feeds besides those it derives from the type and limits: the
+    spellings a validator knows of (aliases), which no type says."""
 
 
-def declare(
-    section: str, env_prefix: str, settings: Mapping[str, Setting], plain: Mapping[str, PlainCheck] | None = None
-) -> SectionSpec:
-    """A section declared in one place: its fields' types, defaults, meanings and limits.
+def declare(section: str, env_prefix: str, settings: Mapping[str, Setting]) -> SectionSpec:
+    """A section declared in one place: its fields' types, defaults, meanings, limits and checks.
 
     The validating model is built from ``settings`` when a set value needs it; nothing here
     imports pydantic.
     """
-    defaults = {name: setting.default for name, setting in settings.items()}
-    return SectionSpec(section, env_prefix, defaults, plain=plain or {}, settings=settings)
+    return SectionSpec(section, env_prefix, settings)
 
 
 @dataclass(frozen=True)
 class SectionSpec:
-    """One configuration section: table, variable prefix, field defaults, validating model."""
+    """One configuration section: table, variable prefix and its :class:`Setting` rows."""
 
     section: str
     """Sub-table below ``[tool.accel]`` (``""``: the root table)."""
     env_prefix: str
     """Prefix of the section's environment variables (``ACCEL_``, ``ACCEL_NEURON_``)."""
-    defaults: Mapping[str, Any]
-    """Field name -> default; the model's fields are exactly these."""
-    model: str = ""
-    """``module:Class`` of the pydantic model (a ``ConfigSection``) that validates set values;
-    ``""``: the model is built from :attr:`settings`."""
-    plain: Mapping[str, PlainCheck] = field(default_factory=dict)
-    """Field name -> its plain check: a set value that every check accepts is loaded without
-    the model. A check must give what the model gives for every value it accepts (a test
-    compares them); values it does not accept, and fields without a check, go to the model,
-    so every error message is the model's."""
-    settings: Mapping[str, Setting] = field(default_factory=dict)
-    """Field name -> its declaration, for a section without a model class of its own (:func:`declare`)."""
+    settings: Mapping[str, Setting]
+    """Field name -> its declaration; the model's fields are exactly these."""
+
+    @functools.cached_property
+    def defaults(self) -> Mapping[str, Any]:
+        """Field name -> default."""
+        return {name: setting.default for name, setting in self.settings.items()}
+
+    @functools.cached_property
+    def plain(self) -> Mapping[str, PlainCheck]:
+        """Field name -> its plain check (only the fields that have one)."""
+        return {name: s.plain for name, s in self.settings.items() if s.plain is not None}
 
     @functools.cached_property
     def model_class(self) -> Any:
-        """The pydantic model validating the section (imports pydantic; built once for declared sections)."""
-        if self.model:
-            module, _, name = self.model.partition(":")
-            return getattr(importlib.import_module(module), name)
+        """The pydantic model validating the section (imports pydantic; built once)."""
         from .settings import declared_model
 
         return declared_model(self)
@@ -107,6 +121,12 @@ class SectionSpec:
     @property
     def header(self) -> tuple[str, ...]:
         return ("tool", "accel", self.section) if self.section else ("tool", "accel")
+
+    def variable(self, name: str) -> str:
+        """The environment variable of field ``name`` (``backend`` -> ``ACCEL_BACKEND``)."""
+        if name not in self.settings:
+            raise KeyError(f"{'.'.join(self.header)} has no setting {name!r}")
+        return f"{self.env_prefix}{name}".upper()
 
     def is_set_anywhere(self, table: Mapping[str, Any], overrides: Mapping[str, Any]) -> bool:
         """Whether a keyword, a variable or a key of ``table`` sets one of the fields."""
@@ -168,7 +188,7 @@ class Defaults:
     def __init__(
         self, spec: SectionSpec, values: Mapping[str, Any] | None = None, sources: Mapping[str, Provenance] | None = None
     ) -> None:
-        self.__dict__.update(spec.defaults)
+        self.__dict__.update({name: copy.copy(value) for name, value in spec.defaults.items()})
         self.__dict__.update(values or {})
         self._spec = spec
         self._sources = dict(sources or {})
@@ -182,8 +202,18 @@ class Defaults:
         return f"Defaults({self._spec.env_prefix}*: {values})"
 
 
+def backend_name(value: str | None) -> str | None:
+    """The model's check of a backend name: stripped and lower-cased; blank is refused."""
+    if value is None:
+        return None
+    value = value.strip().lower()
+    if not value:
+        raise ValueError("must not be empty")
+    return value
+
+
 def plain_name(value: Any) -> str:
-    """A backend name: a non-blank string, stripped and lower-cased (``AccelSettings._lower``)."""
+    """A backend name without the model: a non-blank string, as :func:`backend_name` gives it."""
     if not isinstance(value, str) or not value.strip():
         raise NotPlain
     return value.strip().lower()
@@ -211,8 +241,13 @@ def amp_name(value: str) -> str:
     return AMP_ALIASES.get(value, value)
 
 
+def amp_alias(value: Any) -> Any:
+    """The model's ``before`` step for ``amp_dtype``: a string in its canonical spelling, anything else as given."""
+    return amp_name(value) if isinstance(value, str) else value
+
+
 def plain_amp_dtype(value: Any) -> str:
-    """An autocast dtype name or alias (``AccelSettings._amp_alias``), as one of :data:`AMP_DTYPES`."""
+    """An autocast dtype name or alias, as one of :data:`AMP_DTYPES`."""
     if not isinstance(value, str):
         raise NotPlain
     value = amp_name(value)
@@ -221,13 +256,37 @@ def plain_amp_dtype(value: Any) -> str:
     return value
 
 
-#: The core's section: ``[tool.accel]`` / ``ACCEL_*``, validated by ``AccelSettings``.
-CORE = SectionSpec(
-    section="",
-    env_prefix="ACCEL_",
-    defaults={"backend": "auto", "device_index": None, "amp_dtype": "auto", "fallback": None},
-    model="accel_abstraction.settings:AccelSettings",
-    plain={"backend": plain_name, "device_index": plain_index, "amp_dtype": plain_amp_dtype, "fallback": plain_name},
+#: The core's section: ``[tool.accel]`` / ``ACCEL_*`` (its model: ``settings.AccelSettings``).
+CORE = declare(
+    "",
+    "ACCEL_",
+    {
+        "backend": Setting(
+            str,
+            "auto",
+            "Backend name or alias; 'auto' picks the available backend with the highest priority.",
+            plain=plain_name,
+            after=backend_name,
+        ),
+        "device_index": Setting(
+            int | None, None, "Device index made current at selection.", {"ge": 0}, plain=plain_index
+        ),
+        "amp_dtype": Setting(
+            Literal[AMP_DTYPES],
+            "auto",
+            "Autocast dtype; 'auto' takes the backend's preferred one.",
+            plain=plain_amp_dtype,
+            before=amp_alias,
+            examples=(*AMP_ALIASES, " torch.HALF ", "float64"),
+        ),
+        "fallback": Setting(
+            str | None,
+            None,
+            "Backend to use, with a warning, when the named backend is unavailable ('auto' allowed).",
+            plain=plain_name,
+            after=backend_name,
+        ),
+    },
 )
 
 

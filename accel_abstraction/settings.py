@@ -6,11 +6,13 @@ Sources, highest precedence first:
 2. environment variables with the section's prefix (``ACCEL_BACKEND=neuron``);
 3. the section's table in the nearest ``pyproject.toml`` (searching from the working
    directory upwards): ``[tool.accel]``, ``[tool.accel.distributed]``, ...;
-4. the defaults declared on the model.
+4. the defaults declared by the section's rows.
 
-:class:`ConfigSection` is the base of every section: the core's :class:`AccelSettings`
-and :class:`DistSettings`, and any plugin's own (the neuron plugin's
-``[tool.accel.neuron]`` / ``ACCEL_NEURON_*``). Loading goes through
+Every in-tree section is declared once, as :class:`~accel_abstraction.sections.Setting` rows
+(:mod:`accel_abstraction.sections`: the core's and the distributed; ``porting.settings``:
+scan; ``accel_neuron.settings``), and its model is built here from the rows
+(:func:`declared_model`): :data:`AccelSettings`, :data:`DistSettings`, ... :class:`ConfigSection`
+is their base, and a third-party plugin may still subclass it by hand. Loading goes through
 :meth:`ConfigSection.load`, which turns every validation failure into a
 :class:`~accel_abstraction.errors.ConfigError` naming the variable or the file and line
 the bad value came from, and the accepted values.
@@ -18,10 +20,12 @@ the bad value came from, and the accepted values.
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import (
@@ -40,12 +44,7 @@ from .pyproject import (
     read_section_table,
     toml_key_line,
 )
-from .sections import AMP_DTYPES, CORE, DIST, SectionSpec, amp_name
-
-if TYPE_CHECKING:
-    AmpDtype = str
-else:  # the accepted values come from the one list, sections.AMP_DTYPES
-    AmpDtype = Literal[AMP_DTYPES]
+from .sections import CORE, DIST, SectionSpec, Setting
 
 __all__ = [
     "BOOL_WORDS",
@@ -221,45 +220,12 @@ def _config_error(
     return ConfigError("; ".join(lines))
 
 
-class AccelSettings(ConfigSection):
-    """The core's settings: ``[tool.accel]`` / ``ACCEL_*``."""
-
-    model_config = section_config(CORE.env_prefix)
-    section: ClassVar[str] = CORE.section
-
-    backend: str = Field(
-        CORE.defaults["backend"],
-        description="Backend name or alias; 'auto' picks the available backend with the highest priority.",
-    )
-    device_index: int | None = Field(CORE.defaults["device_index"], ge=0, description="Device index made current at selection.")
-    amp_dtype: AmpDtype = Field(
-        CORE.defaults["amp_dtype"], description="Autocast dtype; 'auto' takes the backend's preferred one."
-    )
-    fallback: str | None = Field(
-        CORE.defaults["fallback"], description="Backend to use, with a warning, when the named backend is unavailable ('auto' allowed)."
-    )
-
-    @field_validator("backend", "fallback")
-    @classmethod
-    def _lower(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        value = value.strip().lower()
-        if not value:
-            raise ValueError("must not be empty")
-        return value
-
-    @field_validator("amp_dtype", mode="before")
-    @classmethod
-    def _amp_alias(cls, value: Any) -> Any:
-        return amp_name(value) if isinstance(value, str) else value
-
-
 def declared_model(spec: SectionSpec) -> type[ConfigSection]:
     """The :class:`ConfigSection` of a section declared with :func:`~accel_abstraction.sections.declare`:
-    one field per :class:`~accel_abstraction.sections.Setting` (its type, default, description
-    and limits). Named after the section (``neuron`` -> ``NeuronSettings``)."""
-    name = "".join(part.title() for part in spec.section.replace("-", "_").split("_")) + "Settings"
+    one field per :class:`~accel_abstraction.sections.Setting` (its type, default, description,
+    limits, ``before`` and ``after`` validators). Named after the section (``neuron`` ->
+    ``NeuronSettings``; the root table: ``AccelSettings``)."""
+    name = "".join(part.title() for part in (spec.section or "accel").replace("-", "_").split("_")) + "Settings"
     namespace: dict[str, Any] = {
         "__module__": __name__,
         "__qualname__": name,
@@ -267,10 +233,30 @@ def declared_model(spec: SectionSpec) -> type[ConfigSection]:
         "__annotations__": {"section": ClassVar[str], **{f: s.type for f, s in spec.settings.items()}},
         "model_config": section_config(spec.env_prefix),
         "section": spec.section,
-        **{f: Field(s.default, description=s.description, **s.limits) for f, s in spec.settings.items()},
+        **{f: _field(s) for f, s in spec.settings.items()},
     }
+    for f, s in spec.settings.items():
+        # a field's own "before" step runs ahead of ConfigSection._strict_types (pydantic runs a
+        # subclass's before-validators first), as an alias must be resolved before the type check
+        if s.before is not None:
+            namespace[f"_before_{f}"] = field_validator(f, mode="before")(_validator(s.before))
+        if s.after is not None:
+            namespace[f"_after_{f}"] = field_validator(f, mode="after")(_validator(s.after))
     return type(name, (ConfigSection,), namespace)
 
 
+def _field(setting: Setting) -> Any:
+    if isinstance(setting.default, (list, dict)):  # a fresh copy per instance
+        factory = functools.partial(copy.copy, setting.default)
+        return Field(default_factory=factory, description=setting.description, **setting.limits)
+    return Field(setting.default, description=setting.description, **setting.limits)
+
+
+def _validator(check: Callable[[Any], Any]) -> Any:
+    return classmethod(lambda cls, value: check(value))
+
+
+#: ``[tool.accel]`` / ``ACCEL_*``: the core's settings (declared in :data:`.sections.CORE`).
+AccelSettings: type[ConfigSection] = CORE.model_class
 #: ``[tool.accel.distributed]`` / ``ACCEL_DIST_*``: distributed overrides (declared in :data:`.sections.DIST`).
 DistSettings: type[ConfigSection] = DIST.model_class

@@ -2,7 +2,8 @@
 
 The configuration settings come from their sections (the core's and every plugin's, as
 ``accel config show`` lists them); the process-level variables from
-:data:`accel_abstraction.environment.PROCESS_VARIABLES`.
+:data:`accel_abstraction.environment.PROCESS_VARIABLES` and the plugins'
+``accel_process_variables`` hook (:func:`~accel_abstraction.environment.process_variables`).
 ``python -m accel_abstraction.settings_docs [--check] [PATH]``; ``tests/core/test_settings_docs.py``
 keeps the committed file in step and fails when code names a variable neither declares.
 """
@@ -17,7 +18,7 @@ from typing import Any
 from pydantic_core import PydanticUndefined
 
 from .docgen import cell, code, main
-from .environment import PROCESS_VARIABLES
+from .environment import process_variables
 from .sections import SectionSpec
 
 __all__ = ["ConfigVariable", "config_variables", "config_table", "process_table"]
@@ -39,11 +40,8 @@ class ConfigVariable:
 def _fields(section: Any) -> list[tuple[str, Any, str]]:
     """``(field, default, description)`` of a section, declared or a ``ConfigSection`` class."""
     if isinstance(section, SectionSpec):
-        if section.settings:
-            return [(n, s.default, s.description) for n, s in section.settings.items()]
-        fields = section.model_class.model_fields
-        return [(n, section.defaults[n], fields[n].description or "") for n in section.defaults]
-    rows = []
+        return [(n, s.default, s.description) for n, s in section.settings.items()]
+    rows = []  # a third-party plugin's hand-written ConfigSection
     for name, info in section.model_fields.items():
         default = info.default_factory() if info.default is PydanticUndefined and info.default_factory else info.default
         rows.append((name, default, info.description or ""))
@@ -72,9 +70,9 @@ def config_table() -> str:
 
 
 def process_table() -> str:
-    lines = ["| variable | set by | read by | meaning |", "|---|---|---|---|"]
-    for v in PROCESS_VARIABLES:
-        lines.append(f"| `{v.name}` | {v.set_by} | `{v.read_by}` | {cell(v.meaning)} |")
+    lines = ["| variable | declared by | set by | read by | meaning |", "|---|---|---|---|---|"]
+    for owner, v in process_variables():
+        lines.append(f"| `{v.name}` | {owner} | {v.set_by} | `{v.read_by}` | {cell(v.meaning)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -32,6 +32,8 @@ import threading
 from collections.abc import Mapping
 from typing import IO, Any
 
+from ..environment import flag, read
+
 __all__ = ["BOUNDARY_ENV", "FILE_ENV", "STEPS_ENV", "STOP_ENV", "Recorder", "fingerprint", "install_from_env"]
 
 FILE_ENV = "ACCEL_PARITY_FINGERPRINTS"
@@ -195,7 +197,7 @@ def _dispatch_mode(recorder: Recorder) -> Any:
 
 def install_from_env(env: Mapping[str, str]) -> Recorder | None:
     """Start recording when ``ACCEL_PARITY_FINGERPRINTS`` names a file (see the module docstring)."""
-    path = env.get(FILE_ENV)
+    path = read(FILE_ENV, env)
     if not path:
         return None
     import torch
@@ -204,11 +206,11 @@ def install_from_env(env: Mapping[str, str]) -> Recorder | None:
     from .. import metrics
 
     sink = open(path, "w", buffering=1, encoding="utf-8")  # noqa: SIM115 - open for the process's life
-    recorder = Recorder(sink, _positions(env.get(STEPS_ENV, "all")), env.get(STOP_ENV) == "1")
+    recorder = Recorder(sink, _positions(read(STEPS_ENV, env) or "all"), flag(STOP_ENV, env))
     recorder.mode = _dispatch_mode(recorder)
     nn_module.register_module_forward_pre_hook(recorder.pre)
     nn_module.register_module_forward_hook(recorder.post, always_call=True)
-    if env.get(BOUNDARY_ENV, "metrics") == "optimizer":
+    if (read(BOUNDARY_ENV, env) or "metrics") == "optimizer":
         torch.optim.optimizer.register_optimizer_step_post_hook(lambda *_: recorder.step_done())
     else:
         metrics.add_step_listener(recorder.step_done)

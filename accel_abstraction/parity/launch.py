@@ -19,6 +19,7 @@ import runpy
 import sys
 from collections.abc import Mapping, Sequence
 
+from ..environment import read
 from .seeding import ENV_VAR as SEED_ENV
 
 __all__ = ["main", "prepare"]
@@ -30,7 +31,7 @@ def prepare(environ: Mapping[str, str] | None = None) -> None:
     from . import fingerprint, seeding
 
     env = os.environ if environ is None else environ
-    raw = env.get(SEED_ENV, "0") or "0"
+    raw = read(SEED_ENV, env) or "0"
     if not raw.isdigit():
         raise ConfigError(f"{SEED_ENV}={raw!r} is not a run index (a whole number >= 0; accel parity sets it)")
     seeding.install(int(raw))

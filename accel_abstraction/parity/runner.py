@@ -34,6 +34,7 @@ from typing import Any
 
 from .._labels import unique_labels
 from ..emulation import backend_env, emulation_var
+from ..environment import read
 from ..metrics import ENV_VAR as METRICS_ENV
 from . import fingerprint as fp
 from .metrics_lines import Follower, take_json_lines, take_output_lines
@@ -238,7 +239,7 @@ def _run_one(
         Path(run.redirect_report).unlink(missing_ok=True)
         leg = [sys.executable, "-m", "accel_abstraction.parity.leg", run.redirect_report]
         command = [*leg, *(["--allow-missing"] if allow_missing else []), str(script)]
-    elif SEED_ENV in env or run.fingerprints_path:  # seeds to derive or fingerprints to take
+    elif read(SEED_ENV, env) is not None or run.fingerprints_path:  # seeds to derive or fingerprints to take
         command = [sys.executable, "-m", "accel_abstraction.parity.launch", str(script)]
     else:
         command = [sys.executable, str(script)]

@@ -72,11 +72,10 @@ def active_finder() -> OverlayFinder | None:
 
 
 def _default_directory() -> Path:
-    import os
-
+    from ..environment import read
     from .apply import default_target
 
-    env = os.environ.get(OVERLAY_ENV)
+    env = read(OVERLAY_ENV)
     if env:
         return Path(env)
     return default_target(torch_version_at(installed_torch_root()))

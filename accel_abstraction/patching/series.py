@@ -16,12 +16,12 @@ is imported.
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
 from dataclasses import dataclass
 from email.header import decode_header, make_header
 from pathlib import Path
 
+from ..environment import read
 from ..errors import decode_utf8
 from ..safe_io import InputFileError, read_regular
 from .errors import PatchError, TorchVersionMismatchError
@@ -118,7 +118,7 @@ def default_patches_dir() -> Path:
     (see ``[tool.setuptools.package-dir]``); an editable install or a source checkout reads
     ``patches/`` itself.
     """
-    env = os.environ.get(PATCHES_DIR_ENV)
+    env = read(PATCHES_DIR_ENV)
     if env:
         return Path(env)
     installed = Path(__file__).resolve().parent / "series_data"

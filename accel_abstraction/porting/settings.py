@@ -17,29 +17,53 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigError
-from ..settings import ConfigSection, section_config
+from ..sections import Setting, declare
 from .rules import Rule
 
+if TYPE_CHECKING:
+    from ..settings import ConfigSection
 
-class ScanSettings(ConfigSection):
-    """``[tool.accel.scan]`` / ``ACCEL_SCAN_*``."""
+    ScanSettings: type[ConfigSection]  # the module's __getattr__ builds it
 
-    model_config = section_config("ACCEL_SCAN_")
-    section: ClassVar[str] = "scan"
+__all__ = ["SCAN", "ScanConfig", "ScanSettings", "Selection", "build_selection", "load_settings"]
 
-    select: list[str] = Field(default_factory=list, description="codes, prefixes or categories to report; empty: all")
-    ignore: list[str] = Field(default_factory=list, description="codes, prefixes or categories never reported")
-    exclude: list[str] = Field(default_factory=list, description="fnmatch patterns of paths to skip")
+#: ``[tool.accel.scan]`` / ``ACCEL_SCAN_*`` (read by ``accel scan`` / ``accel port``, which always
+#: validate with the model: no plain checks).
+SCAN = declare(
+    "scan",
+    "ACCEL_SCAN_",
+    {
+        "select": Setting(list[str], [], "codes, prefixes or categories to report; empty: all"),
+        "ignore": Setting(list[str], [], "codes, prefixes or categories never reported"),
+        "exclude": Setting(list[str], [], "fnmatch patterns of paths to skip"),
+    },
+)
 
 
-def load_settings(pyproject: Path | None, **overrides: list[str]) -> ScanSettings:
-    """Settings from ``pyproject`` (``None``: no file) with keyword overrides on top."""
-    return ScanSettings.load(pyproject, search=False, **{k: v for k, v in overrides.items() if v})
+class ScanConfig(Protocol):
+    """What the scanner reads from :data:`SCAN` (a test keeps these members the declared fields)."""
+
+    @property
+    def select(self) -> list[str]: ...
+    @property
+    def ignore(self) -> list[str]: ...
+    @property
+    def exclude(self) -> list[str]: ...
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ScanSettings":  # the pydantic model, built on first access (imports pydantic)
+        return SCAN.model_class
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def load_settings(pyproject: Path | None, **overrides: list[str]) -> ScanConfig:
+    """Settings from ``pyproject`` (``None``: no file) with keyword overrides on top (the model's instance)."""
+    settings: ScanConfig = SCAN.model_class.load(pyproject, search=False, **{k: v for k, v in overrides.items() if v})
+    return settings
 
 
 @dataclass(frozen=True)
@@ -60,7 +84,7 @@ class Selection:
         return not self._hits(self.ignore, code)
 
 
-def build_selection(settings: ScanSettings, rules: tuple[Rule, ...], source: str) -> Selection:
+def build_selection(settings: ScanConfig, rules: tuple[Rule, ...], source: str) -> Selection:
     """Validate the selectors against the known rules and return a :class:`Selection`."""
     codes = {r.code for r in rules}
     categories = {r.category for r in rules}

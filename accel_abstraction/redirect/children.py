@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ..environment import read
 from .sites import _RANK, Site
 
 __all__ = ["ENV", "collect", "install_in_child", "merge", "propagate"]
@@ -110,7 +111,9 @@ def install_in_child() -> None:
     from ..runtime import use
     from .context import redirect_cuda
 
-    config = json.loads(os.environ[ENV])
+    raw = read(ENV)
+    assert raw is not None, "install_in_child runs only under ACCEL_REDIRECT (sitecustomize checks it)"
+    config = json.loads(raw)
     backend = use(config["backend"])
     redirect = redirect_cuda(backend, allow_missing=bool(config["allow_missing"]))
     atexit.register(_write_sites, redirect, config["sites_dir"])

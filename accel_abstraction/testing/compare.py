@@ -41,6 +41,7 @@ from typing import Any, Literal
 import torch
 
 from .._labels import unique_labels
+from ..environment import read
 from .timeouts import scaled
 
 __all__ = ["BackendResults", "assert_backends_match"]
@@ -184,7 +185,6 @@ def _resolve(fn: Callable[[], Any] | str) -> tuple[Callable[[], Any], str | None
 
 def _needs_subprocess(name: str) -> bool:
     """For ``subprocess="auto"``: can backend ``name`` not run in this process as it is?"""
-    import accel_abstraction as accel
     from accel_abstraction.emulation import backend_env
     from accel_abstraction.runtime import _selection
 
@@ -194,10 +194,11 @@ def _needs_subprocess(name: str) -> bool:
     if why_not or set(changes) != {"ACCEL_BACKEND"}:
         return True  # it runs only with another environment (an emulation) or not at all here
     from accel_abstraction.plugins import get_host
+    from accel_abstraction.sections import CORE
     from accel_abstraction.selection import build_backend
 
     entry = get_host().registry.get(name)
-    device_type = build_backend(entry, accel.AccelSettings.load(backend=name)).device_type
+    device_type = build_backend(entry, CORE.load(backend=name)).device_type
     try:
         torch.device(device_type)  # a device type torch knows here: built in, or installed in this process
     except RuntimeError:
@@ -296,7 +297,7 @@ def assert_backends_match(
 
 
 def _default_backends() -> list[str]:
-    env = [n.strip() for n in os.environ.get("ACCEL_TEST_BACKENDS", "").split(",") if n.strip()]
+    env = [n.strip() for n in (read("ACCEL_TEST_BACKENDS") or "").split(",") if n.strip()]
     if len(env) >= 2:
         return env
     from accel_abstraction.emulation import runnable_backends

@@ -18,11 +18,12 @@ only pytest and the standard library; torch and the backends load when a test as
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from ..environment import read
 
 if TYPE_CHECKING:
     import torch
@@ -58,7 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def selected_backends(config: pytest.Config) -> list[str]:
     """The backend names from ``--accel-backend``, else ``$ACCEL_TEST_BACKENDS``, else ``cpu``."""
-    raw = config.getoption("accel_backends") or os.environ.get(ENV_VAR, "")
+    raw = config.getoption("accel_backends") or read(ENV_VAR) or ""
     names = [part.strip() for part in raw.split(",") if part.strip()]
     if not names:
         return list(DEFAULT_BACKENDS)
@@ -66,7 +67,7 @@ def selected_backends(config: pytest.Config) -> list[str]:
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
-    if config.getoption("accel_backends") or os.environ.get(ENV_VAR):
+    if config.getoption("accel_backends") or read(ENV_VAR):
         return f"accel backends: {', '.join(selected_backends(config))}"
     return None
 

@@ -135,37 +135,7 @@ def test_a_configured_first_use_does_not_import_pydantic(env: dict[str, str], py
     assert result.stdout.splitlines() == ["cpu []"]
 
 
-#: Values for each field, as an environment variable and as a TOML value: plain ones, and ones
-#: only the model can judge (or word the error for).
-FIELD_VALUES = {
-    "backend": ["cpu", " CPU ", "Neuron", "", "   ", 3, True],
-    "device_index": ["0", "12", "-1", " 1", "1.0", "x", "١", 0, 3, -2, True, 1.5],
-    "amp_dtype": ["bf16", "torch.float16", " HALF ", "float64", "", "auto", 16],
-    "fallback": ["auto", "CPU", "", 0],
-}
-
-
-def _outcome(load, **kwargs):
-    try:
-        settings = load(**kwargs)
-    except ConfigError as exc:
-        return "error", str(exc)
-    return {name: (getattr(settings, name), str(settings.source_of(name))) for name in CORE.defaults}
-
-
-@pytest.mark.parametrize(("field", "value"), [(f, v) for f, values in FIELD_VALUES.items() for v in values])
-def test_plain_checks_agree_with_the_model(field: str, value: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from accel_abstraction.settings import AccelSettings
-
-    monkeypatch.chdir(tmp_path)
-    toml = f"{field} = {value!r}" if isinstance(value, str) else f"{field} = {str(value).lower()}"
-    (tmp_path / "pyproject.toml").write_text(f"[tool.accel]\n{toml}\n")
-    assert _outcome(CORE.load) == _outcome(AccelSettings.load)  # from the file: file:line, same value or error
-    assert _outcome(CORE.load, **{field: value}) == _outcome(AccelSettings.load, **{field: value})  # a keyword
-    (tmp_path / "pyproject.toml").unlink()
-    if isinstance(value, str):
-        monkeypatch.setenv(f"ACCEL_{field.upper()}", value)
-        assert _outcome(CORE.load) == _outcome(AccelSettings.load)  # from the environment
+# the plain checks against the model: tests/core/test_settings_agreement.py (cases generated from the rows)
 
 
 def test_amp_dtype_names_come_from_one_list() -> None:
@@ -181,3 +151,14 @@ def test_amp_dtype_names_come_from_one_list() -> None:
     assert typing.get_args(AccelSettings.model_fields["amp_dtype"].annotation) == AMP_DTYPES
     assert {name: getattr(torch, name) for name in AMP_DTYPES if name != "auto"} == dict(interface._AMP_DTYPES)
     assert set(AMP_ALIASES.values()) <= set(AMP_DTYPES)
+
+
+def test_the_typed_views_name_exactly_the_declared_fields() -> None:
+    """The Protocols that type-check readers of a section (static types cannot come from the rows)
+    list exactly the fields the section declares."""
+    from accel_abstraction.porting.settings import SCAN, ScanConfig
+    from accel_abstraction.sections import CoreSettings, DistConfig
+
+    for protocol, spec in ((CoreSettings, CORE), (DistConfig, DIST), (ScanConfig, SCAN)):
+        members = {name for name in vars(protocol) if not name.startswith("_") and name != "source_of"}
+        assert members == set(spec.settings), f"{protocol.__name__} drifted from {spec.env_prefix}*"

@@ -38,6 +38,10 @@ def _chain() -> None:
         spec.loader.exec_module(module)
 
 
+# Read with os.environ, not accel_abstraction.environment.read: this file runs at the start of
+# every Python process whose PYTHONPATH holds the bootstrap folder, maybe an interpreter without
+# accel_abstraction, and must import nothing of it unless the redirect is asked for. One of the
+# two allowed raw reads (tests/core/test_settings_docs.py RAW_READS_ALLOWED).
 if os.environ.get("ACCEL_REDIRECT"):
     from accel_abstraction.integrations.post_import import when_imported
 

@@ -41,8 +41,7 @@ _SELECTED_BY = (NEURON, *NEURON_ALIASES, "auto")
 _FALSE = ("0", "false", "no", "off", "n", "f", "")
 
 
-def _env(name: str) -> str | None:
-    value = os.environ.get(name)
+def _lower(value: str | None) -> str | None:
     return None if value is None else value.strip().lower()
 
 
@@ -53,7 +52,11 @@ def configured() -> bool:
     from the nearest ``pyproject.toml`` through the core's settings sections, which parse
     the file only when it mentions accel. Raises what those raise for a bad configuration.
     """
-    backend, emulate = _env("ACCEL_BACKEND"), _env("ACCEL_NEURON_EMULATE")
+    # Read with os.environ, not through accel_abstraction (environment.read, CORE.raw): this runs
+    # inside every `import torch`, and a process that configures no neuron must not pay for
+    # importing accel_abstraction (benchmarks/bench_autoload.py). One of the two allowed raw reads
+    # (tests/core/test_settings_docs.py RAW_READS_ALLOWED).
+    backend, emulate = _lower(os.environ.get("ACCEL_BACKEND")), _lower(os.environ.get("ACCEL_NEURON_EMULATE"))
     if (backend is not None and backend not in _SELECTED_BY) or (emulate is not None and emulate in _FALSE):
         return False
     from accel_abstraction.sections import CORE

@@ -57,6 +57,14 @@ def accel_config_sections(register):  # type: ignore[no-untyped-def]
     register(SECTION)
 
 
+@hookimpl
+def accel_process_variables(register):  # type: ignore[no-untyped-def]
+    from .settings import PROCESS_VARIABLES
+
+    for row in PROCESS_VARIABLES:
+        register(row)
+
+
 def _keeps_tied_parameters(backend) -> bool:  # type: ignore[no-untyped-def]
     from .backend import NeuronBackend
 

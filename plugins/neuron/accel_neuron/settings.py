@@ -27,12 +27,16 @@ as on real hardware. Fixed when the emulator installs (first use of the device).
 :data:`NEURON` holds each field's type, default, meaning and limits. ``NEURON.load()`` needs no
 pydantic import when nothing is set; when something is, the validating model
 (:class:`NeuronSettings`) is built from this declaration.
+
+:data:`HOT_PATH` (``ACCEL_NEURON_EMULATOR_HOT_PATH``) is the plugin's one process-level
+variable, declared here as an :class:`~accel_abstraction.environment.EnvVar` row.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
+from accel_abstraction.environment import EnvVar
 from accel_abstraction.sections import Setting, declare
 
 if TYPE_CHECKING:
@@ -40,7 +44,7 @@ if TYPE_CHECKING:
 
     NeuronSettings: type[ConfigSection]  # the module's __getattr__ builds it
 
-__all__ = ["NEURON", "NeuronSettings"]
+__all__ = ["HOT_PATH", "NEURON", "NeuronSettings", "PROCESS_VARIABLES"]
 
 #: ``[tool.accel.neuron]`` / ``ACCEL_NEURON_*``.
 NEURON = declare(
@@ -78,6 +82,16 @@ NEURON = declare(
         ),
     },
 )
+
+#: The plugin's process-level variable (not a setting: read once when the emulator installs,
+#: to pick the per-op path); declared by the ``accel_process_variables`` hook.
+HOT_PATH = EnvVar(
+    "ACCEL_NEURON_EMULATOR_HOT_PATH",
+    "user",
+    "accel_neuron.emulator.native",
+    "python: serve emulated neuron ops by the Python per-op path instead of the C++ core (a CI leg runs it).",
+)
+PROCESS_VARIABLES = (HOT_PATH,)
 
 
 def __getattr__(name: str) -> Any:
