@@ -12,7 +12,7 @@ import ast
 
 from .apis import ACCELERATOR_TEST, ENABLED, ApiMapping
 from .context import ScanContext
-from .fixes import AssignCall, DropStatement, RenameCall, Replace
+from .fixes import AssignCall, DropImport, DropStatement, RenameCall, Replace
 from .guards import has_keyword
 from .mapping import CALLS, FLAGS, lookup, package_row
 from .rules.acc131_cuda_amp_autocast import autocast_positional
@@ -30,6 +30,8 @@ _TABLE_ROOTS = (
 )
 #: Modules whose imported names are reported on the import line too (a build or an environment report needs a person).
 _IMPORT_REPORTED = ("torch.utils.cpp_extension.CUDA_HOME", "torch.utils.collect_env.")
+#: Modules whose renamed imports (``from torch.cuda import device_count as n``) are reported at the import.
+_ALIASED = ("torch.cuda.", "torch.backends.cudnn", "torch.backends.cuda")
 _DIST_BACKEND_ENUM = {"torch.distributed.Backend.NCCL", "torch.distributed.distributed_c10d.Backend.NCCL"}
 
 
@@ -111,10 +113,25 @@ class ApiChecks(ScanContext):
             self.report(node, row.code, f"imports {module}", suggestion=row.hint)
 
     def imported_names(self, node: ast.ImportFrom) -> None:
-        """Names imported from a module whose imports need a person (a build, an environment report)."""
+        """Names imported under another name from ``torch.cuda`` / ``torch.backends.cudnn`` (:meth:`aliased_import`),
+        and names imported from a module whose imports need a person (a build, an environment report)."""
         assert node.module is not None
+        for alias in node.names:
+            if alias.asname and alias.asname != alias.name:
+                self.aliased_import(alias, f"{node.module}.{alias.name}")
         if (node.module + ".").startswith(("torch.utils.cpp_extension.", "torch.utils.collect_env.")):
             for alias in node.names:
                 row = lookup(f"{node.module}.{alias.name}")
                 if row is not None and row.kind == "manual" and f"{node.module}.{alias.name}".startswith(_IMPORT_REPORTED):
                     self.report(node, row.code, f"imports {node.module}.{alias.name}", suggestion=row.hint)
+
+    def aliased_import(self, alias: ast.alias, q: str) -> None:
+        """``from torch.cuda import device_count as cuda_device_count``: reported at the import with
+        the row's code; the port drops the import once no use of the alias is left (an unused one at once)."""
+        if not (q + ".").startswith(_ALIASED):
+            return
+        row = lookup(q)
+        if row is None:
+            return
+        self.report(alias, row.code, f"{q} imported as {alias.asname}", DropImport(name=alias.asname or alias.name),
+                    suggestion="the import goes once no use of the name is left")  # fmt: skip

@@ -27,7 +27,7 @@ except ModuleNotFoundError as _exc:
 
 from .cst_edit import Unapplied
 from .findings import Finding
-from .fixes import Fix
+from .fixes import DropImport, Fix
 from .import_order import long_lines, style_for
 from .imports import add_accel_import, drop_dead_imports
 from .newlines import as_lf, has_lone_cr, restore_endings
@@ -129,6 +129,8 @@ class _Rewriter(cst.CSTTransformer):
         return cst.If(test=guarded.test, body=cst.IndentedBlock(body=[inner]), leading_lines=node.leading_lines)
 
 
+_UNAPPLIED = "manual: automatic rewrite did not apply"
+_UNAPPLIED_IMPORT = "manual: the import stays while a use of the name is left to a person"
 #: Deeper syntax trees than this are not handed to libcst (real code stays far below: ~40).
 MAX_DEPTH = 300
 
@@ -240,19 +242,20 @@ def _port(
         except cst.ParserSyntaxError as exc:
             result.error = f"{path}: libcst cannot parse: {exc.message} (line {exc.raw_line})"
             return result
-        rewriter = _Rewriter({f.fix.span: f.fix for f in todo if f.fix is not None})
+        drops = {f.fix.name: f for f in todo if isinstance(f.fix, DropImport)}
+        rewriter = _Rewriter({f.fix.span: f.fix for f in todo if f.fix is not None and not isinstance(f.fix, DropImport)})
         new_module = MetadataWrapper(module, unsafe_skip_copy=True).visit(rewriter)
         done = [f for f in todo if f.fix is not None and f.fix.span in rewriter.applied]
-        if not done:
-            break
-        applied.extend(done)
-        new_module = add_accel_import(new_module, style)
+        if done:
+            new_module = add_accel_import(new_module, style)
         text = new_module.code
         problem = _parses(text)
         if problem is not None:
             result.error = f"{path}: rewrite produced invalid Python ({problem}); file left unchanged"
             return result
-        dead = used_before - _used_names(ast.parse(text))
+        dead = (used_before | drops.keys()) - _used_names(ast.parse(text))
+        if not done and not dead & drops.keys():
+            break
         if dead:
             text = drop_dead_imports(new_module, dead).code
             problem = _parses(text)
@@ -261,6 +264,8 @@ def _port(
                 return result
         again = scan_source(text, path, rules, enabled=enabled, precheck=False)
         findings = again.findings
+        left = {f.fix.name for f in findings if isinstance(f.fix, DropImport)}
+        applied.extend(done + [f for name, f in drops.items() if name not in left])
     result.output = text
     result.applied = applied
     if text != source:
@@ -268,7 +273,7 @@ def _port(
         result.line_limit = style.line_length or max([88, *map(len, source.splitlines())])
     result.manual = [f for f in findings if f.fix is None]
     result.manual += [
-        Finding(f.path, f.line, f.col, f.end_line, f.end_col, f.code, f.category, f.message, "manual: automatic rewrite did not apply")
+        Finding(f.path, f.line, f.col, f.end_line, f.end_col, f.code, f.category, f.message, _UNAPPLIED_IMPORT if isinstance(f.fix, DropImport) else _UNAPPLIED)
         for f in findings
         if f.fix is not None
     ]

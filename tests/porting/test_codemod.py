@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from accel_abstraction.porting import port_source
+from accel_abstraction.porting import port_source, scan_source
 
 H = "import os\nimport torch\n"
 A = "import accel_abstraction as accel\n"
@@ -193,4 +193,35 @@ def test_alias_import_kept_where_a_use_needs_a_person() -> None:
     source = "import torch\nfrom torch.cuda import device_count as cuda_device_count\n\nfn = cuda_device_count\n"
     result = port_source(source)
     assert "from torch.cuda import device_count as cuda_device_count\n" in result.output
-    assert [f.code for f in result.manual] == ["ACC122"]
+    assert [(f.line, f.code) for f in result.manual] == [(4, "ACC122"), (2, "ACC122")]  # the use, and the import it keeps
+    assert "import stays" in (result.manual[1].suggestion or "")
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        ("from torch.cuda import device_count as cuda_device_count", "ACC122"),
+        ("from torch.backends import cudnn as cb", "ACC189"),
+        ("from torch.cuda.amp import autocast as ac", "ACC131"),
+        ("from torch.cuda import ipc_collect as collect", "ACC129"),
+    ],
+)
+def test_alias_import_is_reported_at_the_import_and_dropped_when_unused(line: str, code: str) -> None:
+    source = "import torch\n" + line + "\n\nx = 1\n"
+    found = scan_source(source).findings
+    assert [(f.line, f.code) for f in found] == [(2, code)]
+    assert found[0].fix is not None
+    result = port_source(source)
+    assert result.output == "import torch\n\nx = 1\n"
+    assert result.manual == [] and [f.line for f in result.applied] == [2]
+
+
+def test_alias_import_is_reported_at_the_import_when_used_too() -> None:
+    source = "import torch\nfrom torch.cuda import device_count as cuda_device_count\n\nn = cuda_device_count()\n"
+    assert [(f.line, f.code) for f in scan_source(source).findings] == [(2, "ACC122"), (4, "ACC122")]
+    assert sorted(f.line for f in port_source(source).applied) == [2, 4]
+
+
+def test_plain_and_unrenamed_cuda_imports_are_not_reported_at_the_import() -> None:
+    for line in ("from torch.cuda.amp import GradScaler, autocast", "import torch.cuda as tc", "from torch import cuda"):
+        assert scan_source("import torch\n" + line + "\n").findings == [], line

@@ -163,6 +163,8 @@ SHAPES: list[tuple[str, str, str]] = [
      "import torch.cuda as tc\ntc.manual_seed_all(1)\nvalue = (tc.is_available(), torch.rand(2).tolist())\n", SAME_RESULT),
     ("cudnn alias flag",
      "from torch.backends import cudnn as cd\ncd.benchmark = False\nvalue = torch.ones(2).sum().item()\n", SAME_RESULT),
+    ("unused alias import, dropped at the import",
+     "from torch.cuda import synchronize as sync\nvalue = torch.ones(2).sum().item()\n", SAME_RESULT),
     ("autocast alias",
      "from torch.cuda.amp import autocast as ac\nwith ac():\n    value = (torch.ones(2, 2) @ torch.ones(2, 2)).dtype\n", SAME_RESULT),
 ]
