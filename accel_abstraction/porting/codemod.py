@@ -60,10 +60,11 @@ class PortResult:
 class _Rewriter(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, fixes: dict[Span, Fix]) -> None:
+    def __init__(self, fixes: dict[Span, list[Fix]]) -> None:
+        # several fixes at one span apply in order (ACC102's torch.device(...) -> accel.device(i), then ACC172's FSDP device_id)
         super().__init__()
         self.fixes = fixes
-        self.applied: set[Span] = set()
+        self.applied: set[int] = set()  # ids of the fixes applied
         self._spans = sorted(fixes)
         self.statement_guards: set[int] = set()  # ids of IfExp nodes that guard a whole statement
 
@@ -97,19 +98,20 @@ class _Rewriter(cst.CSTTransformer):
         if pos is None:
             return updated_node
         span = (pos.start.line, pos.start.column, pos.end.line, pos.end.column)
-        fix = self.fixes.get(span)
-        if fix is None:
-            return updated_node
-        try:
-            new = fix.apply(updated_node)
-        except Unapplied:
-            return updated_node
-        self.applied.add(span)
-        if fix.guard == "bare" and (fix.otherwise or "None") == "None":
-            # a whole statement guarded with nothing to keep: an if statement, not `x if t else None`
-            value = new.value if isinstance(new, cst.Expr) else new
-            if isinstance(value, cst.IfExp):
-                self.statement_guards.add(id(value))
+        new: cst.CSTNode | cst.RemovalSentinel = updated_node
+        for fix in self.fixes.get(span, ()):
+            if not isinstance(new, cst.CSTNode):
+                break
+            try:
+                new = fix.apply(new)
+            except Unapplied:
+                continue
+            self.applied.add(id(fix))
+            if fix.guard == "bare" and (fix.otherwise or "None") == "None":
+                # a whole statement guarded with nothing to keep: an if statement, not `x if t else None`
+                value = new.value if isinstance(new, cst.Expr) else new
+                if isinstance(value, cst.IfExp):
+                    self.statement_guards.add(id(value))
         return new
 
     def _guard_statement(self, node: cst.SimpleStatementLine | cst.SimpleStatementSuite) -> cst.CSTNode:
@@ -243,9 +245,13 @@ def _port(
             result.error = f"{path}: libcst cannot parse: {exc.message} (line {exc.raw_line})"
             return result
         drops = {f.fix.name: f for f in todo if isinstance(f.fix, DropImport)}
-        rewriter = _Rewriter({f.fix.span: f.fix for f in todo if f.fix is not None and not isinstance(f.fix, DropImport)})
+        at: dict[Span, list[Fix]] = {}
+        for f in todo:
+            if f.fix is not None and not isinstance(f.fix, DropImport):
+                at.setdefault(f.fix.span, []).append(f.fix)
+        rewriter = _Rewriter(at)
         new_module = MetadataWrapper(module, unsafe_skip_copy=True).visit(rewriter)
-        done = [f for f in todo if f.fix is not None and f.fix.span in rewriter.applied]
+        done = [f for f in todo if id(f.fix) in rewriter.applied]
         if done:
             new_module = add_accel_import(new_module, style)
         text = new_module.code

@@ -43,6 +43,7 @@ from .rules.acc112_is_cuda import check_is_cuda
 from .rules.acc113_device_type_test import check_device_test
 from .rules.acc121_is_available import guard_what_it_guards
 from .rules.acc132_autocast_cuda import AUTOCAST, autocast_like
+from .rules.acc172_ddp_device_ids import check_fsdp, is_fsdp
 from .rules.acc208_peak_flops import check_peak_flops
 from .rules.base import CallCheck
 
@@ -210,6 +211,8 @@ class Scan(ApiChecks):
                 self.backend_value(kw.value)
             elif name == "device_ids" or (name == "output_device" and not has_keyword(node, "device_ids")):
                 self.device_ids(node, kw.value, q)
+            elif name == "device_id" and is_fsdp(node, q):
+                check_fsdp(self, kw.value)
             elif name == "fused" and isinstance(kw.value, ast.Constant) and kw.value.value is True:
                 self.report(kw.value, "ACC207", "fused=True", suggestion="fused optimizer kernels exist per device; keep fused only where the backend has them")
         return True

@@ -122,8 +122,9 @@ def test_guarded_rows_still_call_the_backend_where_there_is_an_accelerator(row: 
 # Each rewrite that is not an API-table row (guards fitted to what they guard, DDP ids,
 # device-type tests, is_cuda, integer devices) with what it means on the cpu backend: the
 # original runs here without CUDA, the port with the cpu backend, and the difference is put
-# in one of the categories the differential check over real code counts separately. DDP's
-# device_ids (ACC172) need a process group: tests/distributed/test_ddp_device_ids.py runs them.
+# in one of the categories the differential check over real code counts separately.
+# device_ids and FSDP's device_id (ACC172) need a process group: tests/distributed/test_ddp_device_ids.py and
+# tests/porting/test_fsdp_device_id.py run them.
 
 SAME_RESULT = "same"
 RAISES_NOW = "returned before, raises now"
