@@ -33,6 +33,7 @@ from .imports import add_accel_import, drop_dead_imports
 from .newlines import as_lf, has_lone_cr, restore_endings
 from .rules import Rule
 from .scanner import TOO_DEEP, scan_source
+from .wrap import wrap_limit, wrap_long_lines
 
 Span = tuple[int, int, int, int]
 
@@ -272,11 +273,12 @@ def _port(
         findings = again.findings
         left = {f.fix.name for f in findings if isinstance(f.fix, DropImport)}
         applied.extend(done + [f for name, f in drops.items() if name not in left])
-    result.output = text
-    result.applied = applied
     if text != source:
+        text = wrap_long_lines(source, text, wrap_limit(source, style.line_length))
         result.long_lines = long_lines(source, text, style.line_length)
         result.line_limit = style.line_length or max([88, *map(len, source.splitlines())])
+    result.output = text
+    result.applied = applied
     result.manual = [f for f in findings if f.fix is None]
     result.manual += [
         Finding(f.path, f.line, f.col, f.end_line, f.end_col, f.code, f.category, f.message, _UNAPPLIED_IMPORT if isinstance(f.fix, DropImport) else _UNAPPLIED)
