@@ -186,29 +186,31 @@ def port_source(
     enabled: Callable[[str], bool] | None = None,
     max_rounds: int = 3,
     rules: Sequence[Rule] | None = None,
+    wrap: bool = True,
 ) -> PortResult:
     """Rewrite every portable site in ``source``; text without coupling comes back unchanged.
 
     ``rules``: the rules whose fixes apply (default: the built-in ones; :func:`~.runner.load_rules`
-    adds the plugins'). A finding without a fix is listed in ``manual``.
+    adds the plugins'). A finding without a fix is listed in ``manual``. ``wrap``: wrap the
+    lines the port made longer than the file's limit (:mod:`.wrap`); without it they are only listed.
 
     Never returns output that fails to parse: on any doubt ``error`` is set and ``output``
     is the original text.
     """
     try:
         if has_lone_cr(source):  # CR-only or mixed endings: ported as LF, each line's ending put back
-            result = _port(as_lf(source), path, enabled, max_rounds, rules)
+            result = _port(as_lf(source), path, enabled, max_rounds, rules, wrap)
             changed = result.changed and result.error is None
             result.output = restore_endings(source, result.output) if changed else source
             result.source = source
             return result
-        return _port(source, path, enabled, max_rounds, rules)
+        return _port(source, path, enabled, max_rounds, rules, wrap)
     except RecursionError:
         return PortResult(path, source, source, error=f"{path}: {TOO_DEEP}")
 
 
 def _port(
-    source: str, path: str, enabled: Callable[[str], bool] | None, max_rounds: int, rules: Sequence[Rule] | None
+    source: str, path: str, enabled: Callable[[str], bool] | None, max_rounds: int, rules: Sequence[Rule] | None, wrap: bool
 ) -> PortResult:
     scanned = scan_source(source, path, rules, enabled=enabled)
     result = PortResult(path, source, source)
@@ -274,7 +276,8 @@ def _port(
         left = {f.fix.name for f in findings if isinstance(f.fix, DropImport)}
         applied.extend(done + [f for name, f in drops.items() if name not in left])
     if text != source:
-        text = wrap_long_lines(source, text, wrap_limit(source, style.line_length))
+        if wrap:
+            text = wrap_long_lines(source, text, wrap_limit(source, style.line_length))
         result.long_lines = long_lines(source, text, style.line_length)
         result.line_limit = style.line_length or max([88, *map(len, source.splitlines())])
     result.output = text
