@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..fixes import Fix, expression
-from ..guards import CUDA_DEVICE, last_name
+from ..guards import CUDA_DEVICE, has_keyword, last_name
 from .base import Rule
 
 if TYPE_CHECKING:
@@ -108,13 +108,20 @@ def _ported(scan: ScanContext, node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and scan.aliases.qualname(node.func) == "accel_abstraction.ddp_output_device"
 
 
-def check_fsdp(scan: ScanContext, value: ast.AST) -> None:
+def check_fsdp(scan: ScanContext, call: ast.Call, keyword: ast.keyword, qualname: str | None) -> None:
     """``device_id=...`` of an FSDP construction (not ``None``, not what a port wrote)."""
-    if isinstance(value, ast.Constant) and value.value is None:
+    value = keyword.value
+    if not is_fsdp(call, qualname) or (isinstance(value, ast.Constant) and value.value is None):
         return
     if isinstance(value, ast.Call) and scan.aliases.qualname(value.func) == "accel_abstraction.fsdp_device_id":
         return
     scan.report(value, "ACC172", "FSDP device_id", FsdpDevice(), suggestion=f"{FSDP_DEVICE}(...): cpu on the cpu backend")
+
+
+def check_ddp_keyword(scan: ScanContext, call: ast.Call, keyword: ast.keyword, qualname: str | None) -> None:
+    """``device_ids=`` of a DDP construction, or its ``output_device=`` where it passes no ``device_ids=``: :func:`check_ddp`."""
+    if is_ddp(call, qualname) and (keyword.arg == "device_ids" or not has_keyword(call, "device_ids")):
+        check_ddp(scan, call)
 
 
 def check_ddp(scan: ScanContext, call: ast.Call) -> None:
@@ -136,6 +143,7 @@ RULE = Rule(
     "DDP device_ids/output_device or FSDP device_id name a CUDA device; a CPU module takes none there",
     "accel.ddp_device_ids(i) / accel.ddp_output_device(i) (None on the cpu backend), accel.fsdp_device_id(i) (cpu there)",
     portable=True,
+    visits={"keyword:device_ids": check_ddp_keyword, "keyword:output_device": check_ddp_keyword, "keyword:device_id": check_fsdp},
     examples=(
         (
             "m = DDP(model, device_ids=[local_rank])",
