@@ -81,7 +81,7 @@ API: tuple[Row, ...] = (
     # distributed and data
     *_bound("dist_backend", "visible_devices_env", "pin_memory", "pin_memory_device"),
     *_lazy("distributed", "init_distributed", "destroy_distributed", "barrier", "is_main_process", "DistInfo"),
-    *_lazy("distributed", "ddp_device_ids", "ddp_output_device"),
+    *_lazy("distributed", "ddp_device_ids", "ddp_output_device", "fsdp_device_id"),
     # metrics, the runtime redirect
     *_lazy("metrics", "log_metric", "log_settings"),
     *_lazy("redirect", "redirect_cuda"),

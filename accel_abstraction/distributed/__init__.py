@@ -15,7 +15,7 @@ syntax), :mod:`.init` (joining and leaving the process group), :mod:`.ddp` (what
 
 from __future__ import annotations
 
-from .ddp import ddp_device_ids, ddp_output_device
+from .ddp import ddp_device_ids, ddp_output_device, fsdp_device_id
 from .env import LaunchEnv, detect
 from .init import (
     DistInfo,
@@ -34,6 +34,7 @@ __all__ = [
     "barrier",
     "ddp_device_ids",
     "ddp_output_device",
+    "fsdp_device_id",
     "destroy_distributed",
     "detect",
     "dist_info",

@@ -1,4 +1,5 @@
-"""What ``DistributedDataParallel`` takes as ``device_ids`` and ``output_device`` on the selected backend.
+"""What ``DistributedDataParallel`` takes as ``device_ids`` and ``output_device``, and
+``FullyShardedDataParallel`` as ``device_id``, on the selected backend.
 
 DDP wants the index of this process's device where devices have indices (``cuda:3`` ->
 ``[3]``, ``neuron:1`` -> ``[1]``) and *no* ids for a CPU module: ``device_ids=[0]`` there
@@ -14,6 +15,13 @@ output_device=accel.ddp_output_device(rank)``, and ``accel run``'s redirect of
 ``DistributedDataParallel.__init__`` answers with :func:`device_ids_for` /
 :func:`output_device_for`, so a ported script and an unchanged one under ``accel run`` pass
 DDP the same arguments.
+
+FSDP takes a device: ``device_id=rank`` is ``torch.device(rank)``, the CUDA device ``rank`` on
+a CUDA machine; on a machine without an accelerator it stops ("Cannot access accelerator
+device when none is available"), and so does ``device_id=None`` for a CPU module ("FSDP needs
+a non-CPU accelerator device", torch 2.13); ``device_id=torch.device("cpu")`` runs.
+:func:`fsdp_device_id` is therefore the backend's device for the index where devices have
+indices and ``cpu`` on the cpu backend, whatever the rank (one CPU device per process).
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ if TYPE_CHECKING:
 
     from ..interface import Backend, DeviceLike
 
-__all__ = ["ddp_device_ids", "ddp_output_device", "device_ids_for", "output_device_for"]
+__all__ = ["ddp_device_ids", "ddp_output_device", "device_ids_for", "fsdp_device_id", "fsdp_device_id_for", "output_device_for"]
 
 #: Turns one ``device_ids`` entry into the backend's device (default: ``backend.device``).
 ToDevice = Callable[[Any], "torch.device"]
@@ -59,6 +67,12 @@ def output_device_for(backend: Backend, device: Any = None, to_device: ToDevice 
     return None if ids is None else ids[0]
 
 
+def fsdp_device_id_for(backend: Backend, device: Any = None, to_device: ToDevice | None = None) -> torch.device:
+    """``device_id`` for FSDP on ``backend``: the backend's device of ``device`` (``None``: the current one); ``cpu`` on cpu."""
+    index = output_device_for(backend, device, to_device)
+    return backend.device() if index is None else backend.device(index)
+
+
 def ddp_device_ids(*devices: DeviceLike) -> list[int] | None:
     """``device_ids`` for ``DistributedDataParallel`` on the selected backend.
 
@@ -75,3 +89,15 @@ def ddp_output_device(device: DeviceLike = None) -> int | None:
     from ..runtime import current
 
     return output_device_for(current(), device)
+
+
+def fsdp_device_id(device: DeviceLike = None) -> torch.device:
+    """``device_id`` for ``FullyShardedDataParallel`` on the selected backend.
+
+    ``accel.fsdp_device_id(local_rank)`` is ``cuda:<local_rank>`` on cuda (what ``device_id=local_rank``
+    meant there), ``neuron:<local_rank>`` on neuron and ``cpu`` on the cpu backend, where FSDP
+    refuses an index and ``None``; without arguments, the current device.
+    """
+    from ..runtime import current
+
+    return fsdp_device_id_for(current(), device)

@@ -3,7 +3,8 @@
 A call of a ``call`` row's API is renamed to its replacement (guarded as its ``on_cpu``
 says); a reference to one outside a call, an assignment to a ``flag`` row, a name under a
 ``manual`` row and an import of a ``package`` row are reported with the row's rule code
-and hint; so are the names a plugin rule lists (``names=``).
+and hint; so are the names a plugin rule lists (``names=``). The rules' ``"reference"`` and
+``"flag"`` checks (``Rule.visits``) see a name, or an assigned attribute, before the table does.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import ast
 
 from .apis import ACCELERATOR_TEST, ENABLED, ApiMapping
 from .context import ScanContext
-from .fixes import AssignCall, DropStatement, RenameCall, Replace
+from .fixes import AssignCall, DropImport, DropStatement, RenameCall, Replace
 from .guards import has_keyword
 from .mapping import CALLS, FLAGS, lookup, package_row
+from .rules import VISITS
+from .rules import acc131_cuda_amp_autocast as acc131
 from .rules.acc131_cuda_amp_autocast import autocast_positional
 
 #: Qualified-name prefixes under which the mapping table may hold a manual row.
@@ -30,7 +33,11 @@ _TABLE_ROOTS = (
 )
 #: Modules whose imported names are reported on the import line too (a build or an environment report needs a person).
 _IMPORT_REPORTED = ("torch.utils.cpp_extension.CUDA_HOME", "torch.utils.collect_env.")
-_DIST_BACKEND_ENUM = {"torch.distributed.Backend.NCCL", "torch.distributed.distributed_c10d.Backend.NCCL"}
+#: Modules whose renamed imports (``from torch.cuda import device_count as n``) are reported at the import.
+_ALIASED = ("torch.cuda.", "torch.backends.cudnn", "torch.backends.cuda")
+_REFERENCE_CHECKS = VISITS.get("reference", ())
+_FLAG_CHECKS = VISITS.get("flag", ())
+_AUTOCAST_CODE = acc131.RULE.code
 
 
 class ApiChecks(ScanContext):
@@ -40,8 +47,8 @@ class ApiChecks(ScanContext):
         """A call of a ``call`` row's API: renamed to its replacement, guarded as ``on_cpu`` says."""
         func = node.func
         code, target = row.code, row.replacement or ""
-        enabled = "enabled" if row.on_cpu == ENABLED and (code == "ACC131" or has_keyword(node, "enabled")) else ""
-        if code == "ACC131" and node.args:
+        enabled = "enabled" if row.on_cpu == ENABLED and (code == _AUTOCAST_CODE or has_keyword(node, "enabled")) else ""
+        if code == _AUTOCAST_CODE and node.args:
             autocast_positional(self, node, target, enabled)
         elif row.guarded:
             guard = "bare" if id(node) in self.whole_values else "value"
@@ -54,9 +61,9 @@ class ApiChecks(ScanContext):
 
     def reference(self, node: ast.AST, q: str) -> bool:
         """Report a resolved name used outside a call. Return True to descend."""
-        if q in _DIST_BACKEND_ENUM:
-            self.report(node, "ACC171", "dist.Backend.NCCL", Replace(text="accel.dist_backend()"), suggestion="accel.dist_backend()")
-            return False
+        for check in _REFERENCE_CHECKS:
+            if check(self, node, q):
+                return False
         row = CALLS.get(q)
         if row is not None:
             if row.guarded or row.on_cpu == ENABLED:
@@ -99,11 +106,7 @@ class ApiChecks(ScanContext):
             else:
                 self.report(target, code, "chained assignment")
             return True
-        if q is not None and q.startswith(("torch.backends.cudnn.", "torch.backends.cuda.")):
-            row = lookup(q)
-            self.report(target, "ACC189", q, suggestion=row.hint if row else None)
-            return True
-        return False
+        return q is not None and any(check(self, target, q) for check in _FLAG_CHECKS)
 
     def manual_package(self, node: ast.AST, module: str) -> None:
         row = package_row(module)
@@ -111,10 +114,25 @@ class ApiChecks(ScanContext):
             self.report(node, row.code, f"imports {module}", suggestion=row.hint)
 
     def imported_names(self, node: ast.ImportFrom) -> None:
-        """Names imported from a module whose imports need a person (a build, an environment report)."""
+        """Names imported under another name from ``torch.cuda`` / ``torch.backends.cudnn`` (:meth:`aliased_import`),
+        and names imported from a module whose imports need a person (a build, an environment report)."""
         assert node.module is not None
+        for alias in node.names:
+            if alias.asname and alias.asname != alias.name:
+                self.aliased_import(alias, f"{node.module}.{alias.name}")
         if (node.module + ".").startswith(("torch.utils.cpp_extension.", "torch.utils.collect_env.")):
             for alias in node.names:
                 row = lookup(f"{node.module}.{alias.name}")
                 if row is not None and row.kind == "manual" and f"{node.module}.{alias.name}".startswith(_IMPORT_REPORTED):
                     self.report(node, row.code, f"imports {node.module}.{alias.name}", suggestion=row.hint)
+
+    def aliased_import(self, alias: ast.alias, q: str) -> None:
+        """``from torch.cuda import device_count as cuda_device_count``: reported at the import with
+        the row's code; the port drops the import once no use of the alias is left (an unused one at once)."""
+        if not (q + ".").startswith(_ALIASED):
+            return
+        row = lookup(q)
+        if row is None:
+            return
+        self.report(alias, row.code, f"{q} imported as {alias.asname}", DropImport(name=alias.asname or alias.name),
+                    suggestion="the import goes once no use of the name is left")  # fmt: skip

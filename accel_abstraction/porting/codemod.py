@@ -27,12 +27,13 @@ except ModuleNotFoundError as _exc:
 
 from .cst_edit import Unapplied
 from .findings import Finding
-from .fixes import Fix
+from .fixes import DropImport, Fix
 from .import_order import long_lines, style_for
 from .imports import add_accel_import, drop_dead_imports
 from .newlines import as_lf, has_lone_cr, restore_endings
 from .rules import Rule
 from .scanner import TOO_DEEP, scan_source
+from .wrap import wrap_limit, wrap_long_lines
 
 Span = tuple[int, int, int, int]
 
@@ -60,10 +61,11 @@ class PortResult:
 class _Rewriter(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, fixes: dict[Span, Fix]) -> None:
+    def __init__(self, fixes: dict[Span, list[Fix]]) -> None:
+        # several fixes at one span apply in order (ACC102's torch.device(...) -> accel.device(i), then ACC172's FSDP device_id)
         super().__init__()
         self.fixes = fixes
-        self.applied: set[Span] = set()
+        self.applied: set[int] = set()  # ids of the fixes applied
         self._spans = sorted(fixes)
         self.statement_guards: set[int] = set()  # ids of IfExp nodes that guard a whole statement
 
@@ -97,19 +99,20 @@ class _Rewriter(cst.CSTTransformer):
         if pos is None:
             return updated_node
         span = (pos.start.line, pos.start.column, pos.end.line, pos.end.column)
-        fix = self.fixes.get(span)
-        if fix is None:
-            return updated_node
-        try:
-            new = fix.apply(updated_node)
-        except Unapplied:
-            return updated_node
-        self.applied.add(span)
-        if fix.guard == "bare" and (fix.otherwise or "None") == "None":
-            # a whole statement guarded with nothing to keep: an if statement, not `x if t else None`
-            value = new.value if isinstance(new, cst.Expr) else new
-            if isinstance(value, cst.IfExp):
-                self.statement_guards.add(id(value))
+        new: cst.CSTNode | cst.RemovalSentinel = updated_node
+        for fix in self.fixes.get(span, ()):
+            if not isinstance(new, cst.CSTNode):
+                break
+            try:
+                new = fix.apply(new)
+            except Unapplied:
+                continue
+            self.applied.add(id(fix))
+            if fix.guard == "bare" and (fix.otherwise or "None") == "None":
+                # a whole statement guarded with nothing to keep: an if statement, not `x if t else None`
+                value = new.value if isinstance(new, cst.Expr) else new
+                if isinstance(value, cst.IfExp):
+                    self.statement_guards.add(id(value))
         return new
 
     def _guard_statement(self, node: cst.SimpleStatementLine | cst.SimpleStatementSuite) -> cst.CSTNode:
@@ -129,6 +132,8 @@ class _Rewriter(cst.CSTTransformer):
         return cst.If(test=guarded.test, body=cst.IndentedBlock(body=[inner]), leading_lines=node.leading_lines)
 
 
+_UNAPPLIED = "manual: automatic rewrite did not apply"
+_UNAPPLIED_IMPORT = "manual: the import stays while a use of the name is left to a person"
 #: Deeper syntax trees than this are not handed to libcst (real code stays far below: ~40).
 MAX_DEPTH = 300
 
@@ -181,29 +186,31 @@ def port_source(
     enabled: Callable[[str], bool] | None = None,
     max_rounds: int = 3,
     rules: Sequence[Rule] | None = None,
+    wrap: bool = True,
 ) -> PortResult:
     """Rewrite every portable site in ``source``; text without coupling comes back unchanged.
 
     ``rules``: the rules whose fixes apply (default: the built-in ones; :func:`~.runner.load_rules`
-    adds the plugins'). A finding without a fix is listed in ``manual``.
+    adds the plugins'). A finding without a fix is listed in ``manual``. ``wrap``: wrap the
+    lines the port made longer than the file's limit (:mod:`.wrap`); without it they are only listed.
 
     Never returns output that fails to parse: on any doubt ``error`` is set and ``output``
     is the original text.
     """
     try:
         if has_lone_cr(source):  # CR-only or mixed endings: ported as LF, each line's ending put back
-            result = _port(as_lf(source), path, enabled, max_rounds, rules)
+            result = _port(as_lf(source), path, enabled, max_rounds, rules, wrap)
             changed = result.changed and result.error is None
             result.output = restore_endings(source, result.output) if changed else source
             result.source = source
             return result
-        return _port(source, path, enabled, max_rounds, rules)
+        return _port(source, path, enabled, max_rounds, rules, wrap)
     except RecursionError:
         return PortResult(path, source, source, error=f"{path}: {TOO_DEEP}")
 
 
 def _port(
-    source: str, path: str, enabled: Callable[[str], bool] | None, max_rounds: int, rules: Sequence[Rule] | None
+    source: str, path: str, enabled: Callable[[str], bool] | None, max_rounds: int, rules: Sequence[Rule] | None, wrap: bool
 ) -> PortResult:
     scanned = scan_source(source, path, rules, enabled=enabled)
     result = PortResult(path, source, source)
@@ -240,19 +247,24 @@ def _port(
         except cst.ParserSyntaxError as exc:
             result.error = f"{path}: libcst cannot parse: {exc.message} (line {exc.raw_line})"
             return result
-        rewriter = _Rewriter({f.fix.span: f.fix for f in todo if f.fix is not None})
+        drops = {f.fix.name: f for f in todo if isinstance(f.fix, DropImport)}
+        at: dict[Span, list[Fix]] = {}
+        for f in todo:
+            if f.fix is not None and not isinstance(f.fix, DropImport):
+                at.setdefault(f.fix.span, []).append(f.fix)
+        rewriter = _Rewriter(at)
         new_module = MetadataWrapper(module, unsafe_skip_copy=True).visit(rewriter)
-        done = [f for f in todo if f.fix is not None and f.fix.span in rewriter.applied]
-        if not done:
-            break
-        applied.extend(done)
-        new_module = add_accel_import(new_module, style)
+        done = [f for f in todo if id(f.fix) in rewriter.applied]
+        if done:
+            new_module = add_accel_import(new_module, style)
         text = new_module.code
         problem = _parses(text)
         if problem is not None:
             result.error = f"{path}: rewrite produced invalid Python ({problem}); file left unchanged"
             return result
-        dead = used_before - _used_names(ast.parse(text))
+        dead = (used_before | drops.keys()) - _used_names(ast.parse(text))
+        if not done and not dead & drops.keys():
+            break
         if dead:
             text = drop_dead_imports(new_module, dead).code
             problem = _parses(text)
@@ -261,14 +273,18 @@ def _port(
                 return result
         again = scan_source(text, path, rules, enabled=enabled, precheck=False)
         findings = again.findings
-    result.output = text
-    result.applied = applied
+        left = {f.fix.name for f in findings if isinstance(f.fix, DropImport)}
+        applied.extend(done + [f for name, f in drops.items() if name not in left])
     if text != source:
+        if wrap:
+            text = wrap_long_lines(source, text, wrap_limit(source, style.line_length))
         result.long_lines = long_lines(source, text, style.line_length)
         result.line_limit = style.line_length or max([88, *map(len, source.splitlines())])
+    result.output = text
+    result.applied = applied
     result.manual = [f for f in findings if f.fix is None]
     result.manual += [
-        Finding(f.path, f.line, f.col, f.end_line, f.end_col, f.code, f.category, f.message, "manual: automatic rewrite did not apply")
+        Finding(f.path, f.line, f.col, f.end_line, f.end_col, f.code, f.category, f.message, _UNAPPLIED_IMPORT if isinstance(f.fix, DropImport) else _UNAPPLIED)
         for f in findings
         if f.fix is not None
     ]

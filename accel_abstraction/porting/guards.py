@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 #: Names that hold a device or a device type by their name alone.
 DEVICE_NAME = re.compile(r"(^|_)(device|dev)(_name|_str|_type)?$", re.IGNORECASE)
@@ -149,3 +149,19 @@ def iterated_strings(target: ast.AST, iterable: ast.AST, names: frozenset[str]) 
     if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
         for row in iterable.elts:
             yield from assigned_strings(target, row, names)
+
+
+def callee(node: ast.AST) -> ast.AST:
+    """``f`` for a call ``f(...)``, else the node itself."""
+    return node.func if isinstance(node, ast.Call) else node
+
+
+def own_returns(func: ast.AST) -> Iterator[ast.Return]:
+    """The ``return`` statements of ``func`` itself (not of functions defined inside it)."""
+    stack = list(ast.iter_child_nodes(func))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            yield node
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))

@@ -10,13 +10,18 @@ name it first party. The project's settings are read from the nearest ``pyprojec
 and ``known-first-party``; a module is first party too where the project root (the folder of
 that file) or its ``src/`` holds a package or module of its name, as ruff detects it.
 
+A ``setup.cfg`` with an ``[isort]`` section (or ``[flake8] max-line-length``) counts as well,
+after those files in the same folder.
+
 So a file that was isort-clean before a port is isort-clean after it. The same settings
-file gives the line length (``line-length`` of ``[tool.ruff]``, ``ruff.toml`` or ``[tool.black]``):
-:func:`long_lines` lists the lines a port made longer than it, for a note to wrap them.
+file gives the line length (``line-length`` of ``[tool.ruff]``, ``ruff.toml`` or ``[tool.black]``,
+``line_length`` of ``[isort]``, ``max-line-length`` of ``[flake8]``): :mod:`.wrap` wraps the lines a
+port made longer than it and :func:`long_lines` lists those it could not, for a note.
 """
 
 from __future__ import annotations
 
+import configparser
 import functools
 import sys
 from dataclasses import dataclass
@@ -122,7 +127,30 @@ def _style_in(folder: Path) -> ImportStyle:
                     return ImportStyle(bool(force), names, directory, length)
             if name != "pyproject.toml" or "tool" in data:
                 return ImportStyle(root=directory, line_length=length)  # the project root, default import settings
+        style = _setup_cfg_style(directory / "setup.cfg")
+        if style is not None:
+            return style
     return ImportStyle()
+
+
+def _setup_cfg_style(config: Path) -> ImportStyle | None:
+    """``[isort]`` (``force_sort_within_sections``, ``known_first_party``, ``line_length``) and
+    ``[flake8] max-line-length`` of a ``setup.cfg``; ``None`` where it sets none of them."""
+    if not config.is_file():
+        return None
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, configparser.Error):
+        return None
+    isort = parser["isort"] if parser.has_section("isort") else None
+    lengths = [parser.get(section, key, fallback="") for section, key in (("isort", "line_length"), ("flake8", "max-line-length"), ("flake8", "max_line_length"))]
+    length = next((int(v) for v in lengths if v.strip().isdigit() and int(v) > 0), None)
+    if isort is None and length is None:
+        return None
+    force = isort is not None and isort.get("force_sort_within_sections", "false").strip().lower() in ("true", "1", "yes")
+    first = frozenset(n.strip() for n in (isort.get("known_first_party", "") if isort is not None else "").replace("\n", ",").split(",") if n.strip())
+    return ImportStyle(force, first, config.parent, length)
 
 
 def style_for(path: str) -> ImportStyle:

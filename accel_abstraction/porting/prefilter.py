@@ -29,9 +29,9 @@ BUILTIN_PRECHECK: tuple[str, ...] = (
 )
 
 _RANKISH = r"(?:\d|[\w.]*(?:rank|gpu|gpu_id|gpu_idx|gpu_index|device_id|device_idx|device_index|dev_id)\b)"
-#: ``.to(0)``, ``.to(local_rank)``, ``device=0``, ``device_ids=[rank]``: coupling without the word cuda.
+#: ``.to(0)``, ``.to(local_rank)``, ``device=0``, ``device_ids=[rank]``, ``device_id=rank``: coupling without the word cuda.
 BARE_DEVICE = re.compile(
-    r"\.to\(\s*" + _RANKISH + r"|device(?:_ids)?\s*[=(]\s*\[?\s*" + _RANKISH
+    r"\.to\(\s*" + _RANKISH + r"|device(?:_ids?)?\s*[=(]\s*\[?\s*" + _RANKISH
     # command-line options choosing a device (an integer default is a CUDA ordinal)
     + r"""|['"]--?(?:device|gpu)[\w-]*['"]"""
     # a device ordinal as a parameter's default: def f(gpu=0)

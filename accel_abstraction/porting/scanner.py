@@ -1,9 +1,12 @@
 """Find CUDA coupling in Python source with :mod:`ast`; never imports or runs the code.
 
 :func:`scan_source` is the whole analysis for one file: one traversal (:class:`Scan`, the node
-handlers) over the per-file state (:mod:`.context`), with the checks by theme: the rules' own
-(``rules/accNNN_*.py``), the API table's (:mod:`.apichecks`), and the values in device,
-backend and environment positions (:mod:`.devices`).
+handlers) over the per-file state (:mod:`.context`). The traversal finds no coupling itself: it
+hands each shape to the checks the rules declare for it (``Rule.calls`` by callee, ``Rule.visits``
+by method, keyword, string, default, dict key, attribute: one dispatch table,
+:data:`~.rules.VISITS`), to the API table's checks (:mod:`.apichecks`) and to the value positions
+(:mod:`.devices`), which hand device, backend and environment values to the rules' shape checks.
+Every code is reported from its own rule file (``rules/accNNN_*.py``).
 
 Strings are only examined where their parent puts them in a *device position*
 (``device=``, ``.to(...)``, ``torch.device(...)``, an assignment to a ``*device*`` name,
@@ -17,65 +20,40 @@ docstrings, log and help text are never reported.  A device-type test
 from __future__ import annotations
 
 import ast
-import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 from .apichecks import ApiChecks
 from .context import OWN, reported
 from .findings import FileResult, Finding
-from .fixes import Replace
 from .guards import (
     DEVICE_NAME,
     ENV_CALLS,
     assigned_strings,
-    has_keyword,
+    callee,
     is_cuda_string,
     iterated_strings,
     last_name,
+    own_returns,
     str_value,
 )
 from .mapping import CALLS
 from .prefilter import might_couple, touches
-from .rules import BUILTIN_RULES, Match, Rule
-from .rules.acc104_integer_device import cli_option
-from .rules.acc111_cuda_method import ToDevice
-from .rules.acc112_is_cuda import check_is_cuda
+from .rules import BUILTIN_RULES, VISITS, Match, Rule
 from .rules.acc113_device_type_test import check_device_test
 from .rules.acc121_is_available import guard_what_it_guards
 from .rules.acc132_autocast_cuda import AUTOCAST, autocast_like
+from .rules.acc171_nccl_backend import BACKEND_NAME
 from .rules.acc208_peak_flops import check_peak_flops
 from .rules.base import CallCheck
 
 #: Qualified callee -> the check of the built-in rule that examines its calls (``Rule.calls``).
 CALL_CHECKS: dict[str, CallCheck] = {name: check for rule in BUILTIN_RULES for name, check in rule.calls.items()}
-CPP_EXTENSION_LOAD = {"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"}
 #: Calls whose first positional argument is a device.
 _TAKES_DEVICE_FIRST = {"torch.set_default_device", "torch.Generator"}
 #: Calls whose string arguments are text for people (logs, warnings, output).
 _TEXT_SINKS = frozenset({"print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "write"})
-_BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
-#: Parameters whose integer default is a device ordinal (``gpu=0``, ``device=0``; not ``rank=0``).
-_DEVICE_PARAM = re.compile(r"^(gpu|gpu_id|gpu_idx|gpu_index|device|device_id|device_idx|device_index|dev_id|cuda_device)$", re.IGNORECASE)
 #: Why a file CPython parses can still not be analysed (180 nested calls, a deep literal).
 TOO_DEEP = "too deeply nested to analyse (thousands of nested or chained expressions); this file is skipped, the others are not"
-
-
-def _callee(node: ast.AST) -> ast.AST:
-    """``f`` for a call ``f(...)``, else the node itself."""
-    return node.func if isinstance(node, ast.Call) else node
-
-
-def _own_returns(func: ast.AST) -> Iterator[ast.Return]:
-    """The ``return`` statements of ``func`` itself (not of functions defined inside it)."""
-    stack = list(ast.iter_child_nodes(func))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Return):
-            yield node
-        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
-
-
 
 
 #: Plugin of each plugin rule, by code (set by :func:`~.runner.load_rules`): named when its matcher raises.
@@ -162,8 +140,8 @@ class Scan(ApiChecks):
                 self.device_value(node.args[0])
             if q in ENV_CALLS and node.args:
                 self.env_name(node.args[0])
-            elif q in CPP_EXTENSION_LOAD:
-                self.cpp_extension(node)
+            for visit in VISITS.get("call:" + q, ()):
+                visit(self, node)
         if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) == 3:
             # getattr(obj, "device", "cuda"): the default is a device string
             if DEVICE_NAME.search(str_value(node.args[1]) or ""):
@@ -171,47 +149,17 @@ class Scan(ApiChecks):
         if q not in AUTOCAST and q not in CALLS and autocast_like(self, node, q):
             return True
         if isinstance(func, ast.Attribute):
-            attr = func.attr
-            if attr == "cuda" and q is None:
-                self.report(node, "ACC111", None, ToDevice())
-                self.push(func.value)
-                self.push_call_args(node)
-                return False
-            if attr == "to":
-                if node.args:
-                    self.device_value(node.args[0], allow_int=True)
-            elif attr == "startswith":
-                check_device_test(self, node)
-            elif attr == "add_argument":
-                options = [str_value(a) or "" for a in node.args]
-                for kw in node.keywords:
-                    if kw.arg == "default":
-                        if any("device" in o for o in options):
-                            self.device_value(kw.value, string_typed=True)
-                        elif any("backend" in o for o in options):
-                            self.backend_value(kw.value)
-                cli_option(self, node, options)
-            elif attr == "pin_memory" and not node.args and not node.keywords and not self._in_guard(node.lineno):
-                self.report(node, "ACC191", "Tensor.pin_memory() fails without CUDA", suggestion="guard with accel.capabilities().pinned_memory")
-            elif attr == "format":
-                self.runtime_string(node)
+            self.call_positions(node, func.attr)
+            for visit in VISITS.get("method:" + func.attr, ()):
+                if visit(self, node, q):
+                    return False
         for kw in node.keywords:
             name = kw.arg
             if name is None:
                 continue
-            if name in ("device", "map_location"):
-                self.device_value(kw.value, allow_int=name == "device")
-            elif name == "pin_memory_device":
-                self.device_value(kw.value, string_typed=True)
-            elif name == "pin_memory":
-                if isinstance(kw.value, ast.Constant) and kw.value.value is True and not self._in_guard(kw.value.lineno):
-                    self.report(kw.value, "ACC191", None, Replace(text="accel.capabilities().pinned_memory"))
-            elif name == "backend":
-                self.backend_value(kw.value)
-            elif name == "device_ids" or (name == "output_device" and not has_keyword(node, "device_ids")):
-                self.device_ids(node, kw.value, q)
-            elif name == "fused" and isinstance(kw.value, ast.Constant) and kw.value.value is True:
-                self.report(kw.value, "ACC207", "fused=True", suggestion="fused optimizer kernels exist per device; keep fused only where the backend has them")
+            self.keyword_position(name, kw.value)
+            for visit in VISITS.get("keyword:" + name, ()):
+                visit(self, node, kw, q)
         return True
 
     def plugin_match(self, rule: Rule, node: ast.AST) -> None:
@@ -241,8 +189,10 @@ class Scan(ApiChecks):
     def visit_attribute(self, node: ast.Attribute) -> bool:
         for rule in self.plugin_matchers:
             self.plugin_match(rule, node)
-        if node.attr == "is_cuda":
-            check_is_cuda(self, node)
+        visits = VISITS.get("attribute:" + node.attr)
+        if visits:
+            for visit in visits:
+                visit(self, node)
             return True
         q = self.aliases.qualname(node)
         if q is None:
@@ -284,7 +234,7 @@ class Scan(ApiChecks):
         if name is not None and value is not None:
             if DEVICE_NAME.search(name) or (is_cuda_string(value) and name in self.device_args):
                 self.device_value(value, string_typed=True)
-            elif _BACKEND_NAME.search(name):
+            elif BACKEND_NAME.search(name):
                 self.backend_value(value)
             elif "flops" in name.lower():
                 check_peak_flops(self, target, name, value)
@@ -332,7 +282,7 @@ class Scan(ApiChecks):
                 members = literal.elts if isinstance(literal, (ast.Tuple, ast.List, ast.Set)) else [literal]
                 for member in members:
                     if (str_value(member) or "").lower() == "nccl" and (
-                        "backend" not in (last_name(_callee(other)) or "").lower() or self.intentional(other)
+                        "backend" not in (last_name(callee(other)) or "").lower() or self.intentional(other)
                     ):
                         self.done.add(id(member))
         if check_device_test(self, node):
@@ -369,7 +319,7 @@ class Scan(ApiChecks):
     def visit_function(self, node: ast.FunctionDef) -> bool:
         if DEVICE_NAME.search(node.name):
             # def get_device(): return "cuda"  - the returned string is a device
-            for sub in _own_returns(node):
+            for sub in own_returns(node):
                 self.device_value(sub.value, string_typed=True)
         args = node.args
         positional = args.posonlyargs + args.args
@@ -381,27 +331,16 @@ class Scan(ApiChecks):
         return True
 
     def _param_default(self, name: str, default: ast.AST) -> None:
-        if isinstance(default, ast.Constant) and type(default.value) is int and _DEVICE_PARAM.match(name):
-            # def f(gpu=0): the ordinal of a CUDA device (a rank=0 default is a process, not a device)
-            self.report(default, "ACC104", f"{name}={default.value} is a CUDA device ordinal",
-                        suggestion=f"keep the ordinal and pass it as accel.device({name}) where a device goes")  # fmt: skip
-            return
-        if DEVICE_NAME.search(name):
-            self.device_value(default, string_typed=True)
-        elif _BACKEND_NAME.search(name):
-            self.backend_value(default)
+        if not any(visit(self, name, default) for visit in VISITS.get("default", ())):
+            self.named_value(name, default)
 
     def visit_dict(self, node: ast.Dict) -> bool:
         for key, value in zip(node.keys, node.values, strict=True):
             name = str_value(key)
-            if name is None:
-                continue
-            if DEVICE_NAME.search(name):
-                self.device_value(value, string_typed=True)
-            elif _BACKEND_NAME.search(name):
-                self.backend_value(value)
-            elif name == "fused" and isinstance(value, ast.Constant) and value.value is True:
-                self.report(value, "ACC207", "fused=True", suggestion="fused optimizer kernels exist per device; keep fused only where the backend has them")
+            if name is not None:
+                self.named_value(name, value)
+                for visit in VISITS.get("dict:" + name, ()):
+                    visit(self, value)
         return True
 
 

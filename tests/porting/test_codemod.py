@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
-from accel_abstraction.porting import port_source
+from accel_abstraction.porting import port_source, scan_source
 
 H = "import os\nimport torch\n"
 A = "import accel_abstraction as accel\n"
@@ -34,7 +36,7 @@ CASES = [
     ('n = os.environ.get("CUDA_VISIBLE_DEVICES")\n',
      'n = os.environ.get(accel.visible_devices_env() if accel.is_accelerator_available() else "CUDA_VISIBLE_DEVICES")\n'),
     ("with torch.cuda.amp.autocast(enabled=torch.cuda.is_available()):\n    pass\n",
-     "with accel.autocast(enabled=accel.is_accelerator_available() and accel.is_accelerator_available()):\n    pass\n"),
+     "with accel.autocast(\n    enabled=accel.is_accelerator_available() and accel.is_accelerator_available()\n):\n    pass\n"),  # wrapped to 88
     ("f = torch.cuda.is_available\n", "f = accel.is_accelerator_available\n"),
     # on the cpu backend the port answers what the CUDA call answered on a machine without CUDA
     ("n = torch.cuda.device_count()\n", "n = accel.device_count() if accel.is_accelerator_available() else 0\n"),
@@ -65,7 +67,7 @@ CASES = [
     ('ok = x.device.type in ("cuda",)\n', "ok = accel.is_accelerator_device(x.device.type)\n"),
     ('ok = str(dev) == "cuda"\n', "ok = accel.is_accelerator_device(str(dev))\n"),
     ('if args.dist_backend == "nccl":\n    pass\n',
-     'if args.dist_backend == (accel.dist_backend() if accel.is_accelerator_available() else "nccl"):\n    pass\n'),
+     'if args.dist_backend == (\n    accel.dist_backend() if accel.is_accelerator_available() else "nccl"\n):\n    pass\n'),  # wrapped to 88
     ("d = torch.device(0)\n", "d = accel.device(0)\n"),
     ("d = torch.device(local_rank)\n", "d = accel.device(local_rank)\n"),
     ("torch.backends.cuda.matmul.allow_tf32 = True  # matmul\ntorch.backends.cudnn.allow_tf32 = True  # cudnn\n",
@@ -154,20 +156,71 @@ def test_sites_in_defaults_and_decorators_are_rewritten() -> None:
     )
 
 
-def test_lines_the_port_made_too_long_are_noted(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_lines_the_port_made_too_long_are_noted_where_no_bracket_can_wrap_them(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from accel_abstraction.porting.import_order import _style_in
 
     long_original = "# " + "x" * 70 + "\n"
-    source = "import torch\n\n" + long_original + "m = DDP(model, device_ids=[local_rank], output_device=local_rank)\nn = 1\n"
+    line = "if some_flag_with_a_name_long_enough and torch.cuda.is_available():\n    n = 1\n"
+    source = "import torch\n\n" + long_original + line
     (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 72\n")
     (tmp_path / "train.py").write_text(source)
     _style_in.cache_clear()
     result = port_source(source, str(tmp_path / "train.py"))
     assert result.line_limit == 72
-    assert result.long_lines == [5]  # the DDP line; the long comment was there before
+    assert result.long_lines == [5]  # the if line (its brackets are empty); the long comment was there before
     plain = port_source(source)  # no settings: 88 or the file's longest line, whichever is more
-    assert plain.line_limit == 88 and plain.long_lines == [5]
+    assert plain.line_limit == 88 and plain.long_lines == []
     assert port_source("import torch\nx = y.cuda()\n").long_lines == []
+
+
+DDP_LINE = "m = DDP(model, device_ids=[local_rank], output_device=local_rank)\n"
+
+
+@pytest.mark.parametrize(
+    ("config", "name"),
+    [
+        ("[tool.ruff]\nline-length = 60\n", "pyproject.toml"),
+        ("[tool.black]\nline-length = 60\n", "pyproject.toml"),
+        ("line-length = 60\n", "ruff.toml"),
+        ("[isort]\nline_length = 60\n", "setup.cfg"),
+        ("[flake8]\nmax-line-length = 60\n", "setup.cfg"),
+    ],
+)
+def test_a_rewritten_line_over_the_projects_limit_is_wrapped_in_its_brackets(tmp_path, config: str, name: str) -> None:  # type: ignore[no-untyped-def]
+    from accel_abstraction.porting.import_order import _style_in
+
+    (tmp_path / name).write_text(config)
+    (tmp_path / "train.py").write_text("import torch\n\n" + DDP_LINE)
+    _style_in.cache_clear()
+    result = port_source("import torch\n\n" + DDP_LINE, str(tmp_path / "train.py"))
+    assert result.output.endswith(
+        "m = DDP(\n    model,\n    device_ids=accel.ddp_device_ids(local_rank),\n    output_device=accel.ddp_output_device(local_rank),\n)\n"
+    )
+    assert result.line_limit == 60 and result.long_lines == []
+    assert max(map(len, result.output.splitlines())) <= 60
+
+
+def test_wrapping_to_88_keeps_arguments_on_one_line_where_they_fit_and_parenthesizes_a_value() -> None:
+    source = "import torch\n\n\ndef f():\n    for i in y:\n        n_devices_for_training_here = torch.cuda.device_count()  # note\n        x = torch.cuda.get_rng_state(some_long_argument_name_here, another_argument)\n"
+    out = port_source(source).output
+    assert "        n_devices_for_training_here = (\n            accel.device_count() if accel.is_accelerator_available() else 0\n        )  # note\n" in out
+    assert max(map(len, out.splitlines())) <= 88, out
+    assert port_source(out).output == out
+
+
+def test_a_file_already_over_88_without_settings_is_not_wrapped() -> None:
+    source = "import torch\n# " + "x" * 100 + "\n" + DDP_LINE
+    out = port_source(source).output
+    assert out.endswith("m = DDP(model, device_ids=accel.ddp_device_ids(local_rank), output_device=accel.ddp_output_device(local_rank))\n")
+
+
+def test_wrapping_never_changes_the_syntax_tree() -> None:
+    from accel_abstraction.porting.wrap import wrap_long_lines
+
+    for line in ('x = f("a, b", [1, 2], {"k": (3, 4)}, *rest, **kw)  # c', "y = f(a for a in b if a and some_long_condition)", "return g(1)(2)"):
+        before = "def h():\n    " + line + "\n"
+        after = wrap_long_lines("", before, 20)
+        assert ast.dump(ast.parse(after)) == ast.dump(ast.parse(before)), after
 
 
 @pytest.mark.parametrize(
@@ -193,4 +246,35 @@ def test_alias_import_kept_where_a_use_needs_a_person() -> None:
     source = "import torch\nfrom torch.cuda import device_count as cuda_device_count\n\nfn = cuda_device_count\n"
     result = port_source(source)
     assert "from torch.cuda import device_count as cuda_device_count\n" in result.output
-    assert [f.code for f in result.manual] == ["ACC122"]
+    assert [(f.line, f.code) for f in result.manual] == [(4, "ACC122"), (2, "ACC122")]  # the use, and the import it keeps
+    assert "import stays" in (result.manual[1].suggestion or "")
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        ("from torch.cuda import device_count as cuda_device_count", "ACC122"),
+        ("from torch.backends import cudnn as cb", "ACC189"),
+        ("from torch.cuda.amp import autocast as ac", "ACC131"),
+        ("from torch.cuda import ipc_collect as collect", "ACC129"),
+    ],
+)
+def test_alias_import_is_reported_at_the_import_and_dropped_when_unused(line: str, code: str) -> None:
+    source = "import torch\n" + line + "\n\nx = 1\n"
+    found = scan_source(source).findings
+    assert [(f.line, f.code) for f in found] == [(2, code)]
+    assert found[0].fix is not None
+    result = port_source(source)
+    assert result.output == "import torch\n\nx = 1\n"
+    assert result.manual == [] and [f.line for f in result.applied] == [2]
+
+
+def test_alias_import_is_reported_at_the_import_when_used_too() -> None:
+    source = "import torch\nfrom torch.cuda import device_count as cuda_device_count\n\nn = cuda_device_count()\n"
+    assert [(f.line, f.code) for f in scan_source(source).findings] == [(2, "ACC122"), (4, "ACC122")]
+    assert sorted(f.line for f in port_source(source).applied) == [2, 4]
+
+
+def test_plain_and_unrenamed_cuda_imports_are_not_reported_at_the_import() -> None:
+    for line in ("from torch.cuda.amp import GradScaler, autocast", "import torch.cuda as tc", "from torch import cuda"):
+        assert scan_source("import torch\n" + line + "\n").findings == [], line

@@ -122,8 +122,9 @@ def test_guarded_rows_still_call_the_backend_where_there_is_an_accelerator(row: 
 # Each rewrite that is not an API-table row (guards fitted to what they guard, DDP ids,
 # device-type tests, is_cuda, integer devices) with what it means on the cpu backend: the
 # original runs here without CUDA, the port with the cpu backend, and the difference is put
-# in one of the categories the differential check over real code counts separately. DDP's
-# device_ids (ACC172) need a process group: tests/distributed/test_ddp_device_ids.py runs them.
+# in one of the categories the differential check over real code counts separately.
+# device_ids and FSDP's device_id (ACC172) need a process group: tests/distributed/test_ddp_device_ids.py and
+# tests/porting/test_fsdp_device_id.py run them.
 
 SAME_RESULT = "same"
 RAISES_NOW = "returned before, raises now"
@@ -163,6 +164,8 @@ SHAPES: list[tuple[str, str, str]] = [
      "import torch.cuda as tc\ntc.manual_seed_all(1)\nvalue = (tc.is_available(), torch.rand(2).tolist())\n", SAME_RESULT),
     ("cudnn alias flag",
      "from torch.backends import cudnn as cd\ncd.benchmark = False\nvalue = torch.ones(2).sum().item()\n", SAME_RESULT),
+    ("unused alias import, dropped at the import",
+     "from torch.cuda import synchronize as sync\nvalue = torch.ones(2).sum().item()\n", SAME_RESULT),
     ("autocast alias",
      "from torch.cuda.amp import autocast as ac\nwith ac():\n    value = (torch.ones(2, 2) @ torch.ones(2, 2)).dtype\n", SAME_RESULT),
 ]

@@ -27,13 +27,14 @@ import pkgutil
 from collections.abc import Callable
 
 from ...hookspecs import hookimpl
-from .base import CATEGORIES, Match, MatchContext, Matcher, Rule
+from .base import CATEGORIES, Match, MatchContext, Matcher, Rule, Visit
 
 __all__ = [
     "BUILTIN_PLUGIN_NAME",
     "BUILTIN_RULES",
     "CATEGORIES",
     "RULES_BY_CODE",
+    "VISITS",
     "Match",
     "MatchContext",
     "Matcher",
@@ -57,6 +58,12 @@ def _builtin_rules() -> tuple[Rule, ...]:
 #: Every built-in rule, by code; the docs show them in this order.
 BUILTIN_RULES: tuple[Rule, ...] = _builtin_rules()
 RULES_BY_CODE: dict[str, Rule] = {rule.code: rule for rule in BUILTIN_RULES}
+#: Shape (``"method:cuda"``, ``"string"``, ...) -> the checks the built-in rules declare for it, by code:
+#: the scanner's dispatch table (``Rule.visits``).
+VISITS: dict[str, tuple[Visit, ...]] = {}
+for _rule in BUILTIN_RULES:
+    for _key, _check in _rule.visits.items():
+        VISITS[_key] = (*VISITS.get(_key, ()), _check)
 
 
 @hookimpl

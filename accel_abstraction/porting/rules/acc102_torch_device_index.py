@@ -6,8 +6,10 @@ import ast
 import dataclasses
 from typing import TYPE_CHECKING
 
-from ..fixes import RenameCall, Replace
+from ..fixes import RenameCall
 from ..guards import CUDA_DEVICE, RANK_NAME, arg_of, last_name, str_value
+from . import acc101_cuda_device_string as acc101
+from . import acc104_integer_device as acc104
 from .acc103_runtime_device_string import DeviceFrom
 from .base import Rule
 
@@ -25,8 +27,7 @@ def torch_device(scan: ScanContext, node: ast.Call) -> None:
         ):
             if len(node.args) == 1 and not node.keywords:
                 # torch.device(0) / torch.device(local_rank) mean a CUDA device
-                inner = scan.segment(dev)
-                scan.report(node, "ACC104", None, Replace(text=f"accel.device({inner})"), suggestion=f"accel.device({inner})")
+                acc104.ordinal_device_call(scan, node, scan.segment(dev) or "")
             return
         before = len(scan.findings)
         scan.device_value(dev)
@@ -46,8 +47,7 @@ def torch_device(scan: ScanContext, node: ast.Call) -> None:
     if index is not None and value == "cuda":
         scan.report(node, "ACC102", None, RenameCall(callee="accel.device", drop=where))
     elif index is None:
-        text = "accel.device()" if match.group(1) is None else f"accel.device({match.group(1)})"
-        scan.report(node, "ACC101", None, Replace(text=text), suggestion=text)
+        acc101.report_device(scan, node, match.group(1), string_typed=False)
     else:
         scan.report(node, "ACC102", "index given twice")
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..cli_options import device_option
-from ..fixes import Fix, expression
+from ..fixes import Fix, Replace, expression
+from ..guards import RANK_NAME, has_keyword, last_name, str_value
+from .acc172_ddp_device_ids import is_ddp
 from .base import Rule
 
 if TYPE_CHECKING:
@@ -33,6 +36,51 @@ class WrapDevice(Fix):
 
 
 
+#: Parameters whose integer default is a device ordinal (``gpu=0``, ``device=0``; not ``rank=0``).
+_DEVICE_PARAM = re.compile(r"^(gpu|gpu_id|gpu_idx|gpu_index|device|device_id|device_idx|device_index|dev_id|cuda_device)$", re.IGNORECASE)
+
+
+def integer_device(scan: ScanContext, node: ast.AST) -> None:
+    """In a position that takes an integer device (``.to(0)``, ``device=local_rank``): the ordinal of a CUDA device."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        text = f"accel.device({node.value})"
+        scan.report(node, "ACC104", None, Replace(text=text), suggestion=text)
+    elif isinstance(node, (ast.Name, ast.Attribute)) and RANK_NAME.match(last_name(node) or ""):
+        scan.report(node, "ACC104", None, WrapDevice(), suggestion=f"accel.device({last_name(node)})")
+
+
+def ordinal_device_call(scan: ScanContext, node: ast.Call, inner: str) -> None:
+    """``torch.device(0)`` / ``torch.device(local_rank)``: a CUDA device; ``inner`` is the argument's text."""
+    scan.report(node, "ACC104", None, Replace(text=f"accel.device({inner})"), suggestion=f"accel.device({inner})")
+
+
+def check_default(scan: ScanContext, name: str, default: ast.AST) -> bool:
+    """``def f(gpu=0)``: the ordinal of a CUDA device (a ``rank=0`` default is a process, not a device)."""
+    if isinstance(default, ast.Constant) and type(default.value) is int and _DEVICE_PARAM.match(name):
+        scan.report(default, "ACC104", f"{name}={default.value} is a CUDA device ordinal",
+                    suggestion=f"keep the ordinal and pass it as accel.device({name}) where a device goes")  # fmt: skip
+        return True
+    return False
+
+
+def check_device_ids(scan: ScanContext, call: ast.Call, keyword: ast.keyword, qualname: str | None) -> None:
+    """``dist.barrier(device_ids=[local_rank])``: ids of CUDA devices outside DDP (DDP's are ACC172's);
+    an ``output_device=`` beside ``device_ids=`` is not looked at."""
+    if is_ddp(call, qualname) or (keyword.arg == "output_device" and has_keyword(call, "device_ids")):
+        return
+    value = keyword.value
+    if isinstance(value, (ast.List, ast.Tuple)) and value.elts:
+        first = value.elts[0]
+        if (isinstance(first, ast.Constant) and type(first.value) is int) or RANK_NAME.match(last_name(first) or ""):
+            scan.report(value, "ACC104", "device_ids name CUDA devices outside DDP; pass them only where accel.device_type() needs them")
+
+
+def check_cli_option(scan: ScanContext, node: ast.Call, qualname: str | None) -> bool:
+    """``add_argument("--device", type=int, default=0)`` (:func:`cli_option`)."""
+    cli_option(scan, node, [str_value(a) or "" for a in node.args])
+    return False
+
+
 def cli_option(scan: ScanContext, node: ast.Call, options: list[str]) -> None:
     """``add_argument("--device", type=int, default=0)``: an integer default is a CUDA ordinal (see :mod:`.cli_options`)."""
     option = device_option(options)
@@ -51,6 +99,12 @@ RULE = Rule(
     "bare integer device means a CUDA device",
     "accel.device(index)",
     portable=True,
+    visits={
+        "default": check_default,
+        "keyword:device_ids": check_device_ids,
+        "keyword:output_device": check_device_ids,
+        "method:add_argument": check_cli_option,
+    },
     examples=(
         ("y = x.to(local_rank)", "y = x.to(accel.device(local_rank))"),
         ("d = torch.device(0)", "d = accel.device(0)"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -10,6 +11,8 @@ from .base import Rule
 
 if TYPE_CHECKING:
     import libcst as cst
+
+    from ..scanner import Scan
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,12 +39,25 @@ class ToDevice(Fix):
         )
 
 
+def check_cuda_call(scan: Scan, node: ast.Call, qualname: str | None) -> bool:
+    """``x.cuda(...)`` of anything not resolved to an import (``torch.cuda(...)`` is no method call):
+    reported and rewritten; the receiver and the arguments are walked here."""
+    if qualname is not None:
+        return False
+    assert isinstance(node.func, ast.Attribute)
+    scan.report(node, "ACC111", None, ToDevice())
+    scan.push(node.func.value)
+    scan.push_call_args(node)
+    return True
+
+
 RULE = Rule(
     "ACC111",
     "tensor",
     ".cuda() moves to a CUDA device",
     ".to(accel.device())",
     portable=True,
+    visits={"method:cuda": check_cuda_call},
     examples=(
         ("y = x.cuda(args.gpu, non_blocking=True)", "y = x.to(accel.device(args.gpu), non_blocking=True)"),
     ),

@@ -41,5 +41,6 @@ RULE = Rule(
     ".is_cuda tests for a CUDA device",
     "accel.is_accelerator_device(x.device) (false for cpu and meta tensors)",
     portable=True,
+    visits={"attribute:is_cuda": check_is_cuda},
     examples=(("ok = x.is_cuda and y", "ok = accel.is_accelerator_device(x.device) and y"),),
 )

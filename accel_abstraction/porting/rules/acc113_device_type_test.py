@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..fixes import Replace
 from ..guards import str_value
+from .acc207_cuda_only_kernel import fused_device_test
 from .base import Rule
 
 
@@ -110,13 +111,18 @@ def check_device_test(scan: ScanContext, node: ast.AST) -> bool:
     if test is None:
         return False
     if id(node) in scan.fused:
-        scan.report(node, "ACC207", "fused kernel chosen because the device is CUDA",
-                    suggestion="fused kernels exist per device; ask a person which one the backend has")  # fmt: skip
+        fused_device_test(scan, node)
     elif test.text is not None:
         scan.report(node, "ACC113", None, Replace(text=test.text), suggestion=test.text)
     else:
         scan.report(node, "ACC113", "cannot be folded to one test")
     return True
+
+
+def check_startswith(scan: ScanContext, node: ast.Call, qualname: str | None) -> bool:
+    """``name.startswith("cuda")``: :func:`check_device_test`; the traversal goes on into the call."""
+    check_device_test(scan, node)
+    return False
 
 
 RULE = Rule(
@@ -125,6 +131,7 @@ RULE = Rule(
     "device-type test: false on any other accelerator, so its branch is skipped",
     "accel.is_accelerator_device(x) (false for cpu, meta, mps and any other device)",
     portable=True,
+    visits={"method:startswith": check_startswith},
     examples=(
         ('if x.device.type == "cuda":\n    pass', "if accel.is_accelerator_device(x.device.type):"),
         (

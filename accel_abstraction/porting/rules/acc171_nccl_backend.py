@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING
 
 from ..fixes import Replace
@@ -20,6 +21,26 @@ def check_process_group(scan: ScanContext, node: ast.Call) -> None:
     """``init_process_group("nccl")``: the backend argument."""
     backend, _ = arg_of(node, 0, "backend")
     backend_value(scan, backend)
+
+
+#: Names whose value is a process-group backend (``backend``, ``dist_backend``).
+BACKEND_NAME = re.compile(r"(^|_)backend$", re.IGNORECASE)
+#: ``torch.distributed.Backend.NCCL``: the enum's spelling of ``"nccl"``.
+_BACKEND_ENUM = frozenset({"torch.distributed.Backend.NCCL", "torch.distributed.distributed_c10d.Backend.NCCL"})
+
+
+def check_nccl_string(scan: ScanContext, node: ast.Constant) -> None:
+    """``"nccl"`` wherever it stands: a process-group backend."""
+    if node.value in ("nccl", "NCCL"):
+        backend_value(scan, node)
+
+
+def check_backend_enum(scan: ScanContext, node: ast.AST, qualname: str) -> bool:
+    """``dist.Backend.NCCL``."""
+    if qualname not in _BACKEND_ENUM:
+        return False
+    scan.report(node, "ACC171", "dist.Backend.NCCL", Replace(text="accel.dist_backend()"), suggestion="accel.dist_backend()")
+    return True
 
 
 def backend_value(scan: ScanContext, node: ast.AST | None) -> None:
@@ -51,6 +72,7 @@ RULE = Rule(
     "accel.dist_backend()",
     portable=True,
     calls=dict.fromkeys(PROCESS_GROUP, check_process_group),
+    visits={"string": check_nccl_string, "reference": check_backend_enum},
     examples=(
         (
             'torch.distributed.init_process_group("nccl")',

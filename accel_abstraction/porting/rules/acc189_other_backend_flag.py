@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+import ast
+from typing import TYPE_CHECKING
+
 from ..apis import manual
 from .base import Rule
 
+if TYPE_CHECKING:
+    from ..context import ScanContext
+
 _HINT = "torch.nn.attention.sdpa_kernel(...) chooses attention kernels on every device"
+
+def check_other_flag(scan: ScanContext, target: ast.AST, qualname: str) -> bool:
+    """An assignment to a cuDNN/CUDA backend attribute no ``flag`` row holds."""
+    if not qualname.startswith(("torch.backends.cudnn.", "torch.backends.cuda.")):
+        return False
+    from ..mapping import lookup
+
+    row = lookup(qualname)
+    scan.report(target, "ACC189", qualname, suggestion=row.hint if row else None)
+    return True
+
 
 RULE = Rule(
     "ACC189",
@@ -13,6 +30,7 @@ RULE = Rule(
     "cuDNN/CUDA backend flag without a portable equivalent",
     None,
     portable=False,
+    visits={"flag": check_other_flag},
     apis=(
         *(
             manual(f"torch.backends.cuda.{name}", _HINT)

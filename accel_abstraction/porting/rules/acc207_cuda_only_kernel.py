@@ -4,10 +4,32 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..apis import manual
 from ..guards import last_name, str_value
 from .base import Rule
+
+if TYPE_CHECKING:
+    from ..context import ScanContext
+
+_FUSED_HINT = "fused optimizer kernels exist per device; keep fused only where the backend has them"
+
+
+def check_fused(scan: ScanContext, value: ast.AST) -> None:
+    """``fused=True`` / ``{"fused": True}``: a fused optimizer kernel."""
+    if isinstance(value, ast.Constant) and value.value is True:
+        scan.report(value, "ACC207", "fused=True", suggestion=_FUSED_HINT)
+
+
+def fused_device_test(scan: ScanContext, node: ast.AST) -> None:
+    """A device-type test inside a value that chooses a fused kernel (``use_fused = device_type == "cuda"``)."""
+    scan.report(node, "ACC207", "fused kernel chosen because the device is CUDA",
+                suggestion="fused kernels exist per device; ask a person which one the backend has")  # fmt: skip
+
+
+def check_fused_argument(scan: ScanContext, call: ast.Call, keyword: ast.keyword, qualname: str | None) -> None:
+    check_fused(scan, keyword.value)
 
 
 def fused_choices(nodes: Iterable[ast.AST]) -> set[int]:
@@ -32,6 +54,7 @@ RULE = Rule(
     "CUDA-only kernel or capability",
     "guard with accel.capabilities()",
     portable=False,
+    visits={"keyword:fused": check_fused_argument, "dict:fused": check_fused},
     apis=(
         manual("torch._scaled_mm", "FP8 matmul is a capability question; guard with accel.capabilities()"),
         manual(

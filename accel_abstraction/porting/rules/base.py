@@ -21,12 +21,27 @@ How a rule matches:
   ``accel port`` applies.  ``ctx.qualname(expr)`` resolves an expression such as
   ``tc.synchronize`` to ``"torch.cuda.synchronize"``.
 - ``calls`` (built-in rules): qualified callees whose calls the rule's own check examines
-  (``torch.device``, ``torch.autocast``, ``init_process_group``).  The other shapes of the
-  built-in rules are checks in their files that the scanner's single traversal calls where
-  the shape can stand (a device position, a test, an assignment: ``rules/acc113_*`` for
-  ``x.device.type == "cuda"``), or, for what every device, backend and environment position
-  shares (``"cuda:0"``, ``"nccl"``, ``CUDA_VISIBLE_DEVICES``), the traversal's own value
-  checks (:mod:`accel_abstraction.porting.devices`), which report with these rules' codes.
+  (``torch.device``, ``torch.autocast``, ``init_process_group``).
+- ``visits`` (built-in rules): the other shapes the rule's checks look at, by where they stand
+  (:data:`VISIT_KINDS`); the scanner's single traversal builds one dispatch table from every
+  rule's and hands each shape to the checks declared for it:
+
+  ``"method:NAME"``: ``check(scan, call, qualname) -> bool`` for every call ``x.NAME(...)``;
+  true when the check walked the call's parts itself (the traversal does not descend);
+  ``"keyword:NAME"``: ``check(scan, call, value, qualname)`` for every argument ``NAME=value``;
+  ``"call:QUALNAME"``: ``check(scan, call)`` for every call of that callee, the traversal then
+  walking the call as usual; ``"string"``: ``check(scan, constant)`` for every string literal no
+  check reported from its parent; ``"default"``: ``check(scan, name, default) -> bool`` for a
+  parameter's default (true: reported); ``"dict:KEY"``: ``check(scan, value)`` for the value
+  under the key ``"KEY"`` of a dict display; ``"attribute:NAME"``: ``check(scan, attribute)``
+  for every ``x.NAME``; ``"reference"``: ``check(scan, node, qualname) -> bool`` for a resolved
+  name outside a call (true: reported); ``"flag"``: ``check(scan, target, qualname) -> bool``
+  for an assignment to an attribute no API row holds (true: reported).
+
+  Values in device, backend and environment positions (``"cuda:0"``, ``f"cuda:{i}"``, ``0``,
+  ``"nccl"``, ``CUDA_VISIBLE_DEVICES``) are recognised by the functions of the rule files of
+  their codes, which the positions of :mod:`accel_abstraction.porting.devices` call: every
+  code's shapes are in its own file.
 
 The ``precheck`` strings (case-sensitive) of a rule let the scanner skip a file without
 parsing it when none of them occurs in its text, and skip statements whose lines contain
@@ -74,6 +89,10 @@ class Match:
 Matcher = Callable[[ast.AST, MatchContext], str | Match | None]
 #: ``check(scan, call)``: a built-in rule's look at a call of one of its callees (``Rule.calls``).
 CallCheck = Callable[[Any, ast.Call], None]
+#: A built-in rule's look at one shape the traversal hands it (``Rule.visits``; arguments by kind).
+Visit = Callable[..., Any]
+#: The kinds of ``Rule.visits`` keys (``"method:cuda"``, ``"keyword:fused"``, ``"string"``, ...).
+VISIT_KINDS = ("method", "keyword", "call", "string", "default", "dict", "attribute", "reference", "flag")
 
 #: Rule categories of the built-in rules (a plugin rule may use a word of its own).
 CATEGORIES: tuple[str, ...] = (
@@ -108,6 +127,7 @@ class Rule:
         calls: qualified callee -> check, for built-in rules: the scanner's traversal hands each
             call of that callee to the check (with itself, the per-file state, as ``scan``) and
             then walks the call's arguments.
+        visits: shape kind -> check, for built-in rules (module docstring, :data:`VISIT_KINDS`).
         names: qualified names this rule reports.
         matcher: callable reporting nodes, see the module docstring.
         precheck: substrings one of which a file must contain for this rule to fire.
@@ -124,6 +144,7 @@ class Rule:
     portable: bool = False
     apis: tuple[ApiMapping, ...] = field(default=(), compare=False)
     calls: Mapping[str, CallCheck] = field(default_factory=dict, compare=False)
+    visits: Mapping[str, Visit] = field(default_factory=dict, compare=False)
     names: tuple[str, ...] = ()
     matcher: Matcher | None = field(default=None, compare=False)
     precheck: tuple[str, ...] = ()
@@ -135,6 +156,9 @@ class Rule:
             raise ValueError(
                 f"rule code {self.code!r} must be 2-6 capital letters then 3 digits, e.g. ACC101"
             )
+        unknown = [key for key in self.visits if key.partition(":")[0] not in VISIT_KINDS]
+        if unknown:
+            raise ValueError(f"rule {self.code}: unknown visits {unknown}; the kinds are {', '.join(VISIT_KINDS)}")
         if any(row.code != self.code for row in self.apis):
             # the rows are written in the rule's file without a code: they are reported with this one
             object.__setattr__(

@@ -7,7 +7,7 @@ from os import environ
 from torch import cuda
 from torch.backends import cudnn
 from torch.cuda import amp
-from torch.cuda import synchronize as sync
+from torch.cuda import synchronize as sync  # expect: ACC161
 
 if tc.is_available():  # expect: ACC121
     tc.manual_seed_all(0)  # expect: ACC141

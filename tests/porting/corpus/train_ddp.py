@@ -4,6 +4,7 @@ import os
 
 import torch
 import torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -25,6 +26,9 @@ torch.cuda.set_device(local_rank)  # expect: ACC123
 model = torch.nn.Linear(8, 8).to(local_rank)  # expect: ACC104
 ddp = DDP(model, device_ids=[local_rank], output_device=local_rank)  # expect: ACC172
 dist.barrier(device_ids=[local_rank])  # expect: ACC104
+sharded = FSDP(torch.nn.Linear(8, 8), device_id=local_rank)  # expect: ACC172
+sharded2 = FSDP(torch.nn.Linear(8, 8), device_id=torch.cuda.current_device())  # expect: ACC123, ACC172
+unsharded = FSDP(torch.nn.Linear(8, 8), device_id=None)
 data = TensorDataset(torch.randn(64, 8))
 loader = DataLoader(data, batch_size=8, pin_memory=True, num_workers=2)  # expect: ACC191
 loader2 = DataLoader(data, batch_size=8, pin_memory=False)
