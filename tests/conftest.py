@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,3 +39,13 @@ def unreadable_pyproject(monkeypatch: pytest.MonkeyPatch) -> None:
         return real_open(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Path, "open", denied)
+
+
+@pytest.fixture
+def fresh_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The name of a module not imported yet (``VALUE = 1``, ``answer()`` -> ``"original"``), importable during the test."""
+    name = f"accel_probe_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text("VALUE = 1\n\n\ndef answer():\n    return 'original'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield name
+    sys.modules.pop(name, None)

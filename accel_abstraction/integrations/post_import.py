@@ -15,7 +15,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-__all__ = ["when_imported"]
+__all__ = ["forget", "when_imported"]
 
 _lock = threading.Lock()
 _waiting: dict[str, list[Callable[[ModuleType], None]]] = {}
@@ -99,3 +99,21 @@ def when_imported(name: str, callback: Callable[[ModuleType], None]) -> None:
             _deferred.add(name)
         if _finder not in sys.meta_path:
             sys.meta_path.insert(0, _finder)
+
+
+def forget(name: str, callback: Callable[[ModuleType], None]) -> bool:
+    """Stop waiting with ``callback`` for module ``name``; whether it was still waiting.
+
+    A callback already called (or being called) is not undone: its caller undoes what it did.
+    """
+    with _lock:
+        waiting = _waiting.get(name, [])
+        if callback not in waiting:
+            return False
+        waiting.remove(callback)
+        if not waiting:
+            _waiting.pop(name, None)
+            _deferred.discard(name)
+        if not _waiting and _finder in sys.meta_path:
+            sys.meta_path.remove(_finder)
+        return True

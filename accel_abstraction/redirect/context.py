@@ -24,11 +24,12 @@ from typing import IO, Any
 from ..errors import AccelError
 from ..interface import Backend
 from .caches import alias_jit_builtins, refresh_torch_caches, unalias_jit_builtins, warm_torch_caches
+from .deferred import Watch, unwatch, watch
 from .patches import Patcher
 from .serve import Server
 from .sites import Site, SiteRecorder
 from .spec import Redirect
-from .table import build_redirects
+from .table import build_deferred, build_redirects
 
 __all__ = ["redirect_cuda"]
 
@@ -40,6 +41,7 @@ class _Installation:
         self.patcher = Patcher()
         self.refs = 0
         self.jit_ids: list[int] = []
+        self.watch: Watch | None = None  # the redirects installed when their module is imported
 
     def originals(self) -> list[Any]:
         """The values the installed redirects replaced (``ABSENT`` for inherited attributes)."""
@@ -51,9 +53,11 @@ _active: _Installation | None = None
 
 
 def active_redirects() -> list[Redirect]:
-    """The redirects currently installed (empty when no redirect is active)."""
+    """The redirects currently installed (empty when no redirect is active), those installed on import included."""
     inst = _active
-    return list(inst.redirects) if inst is not None else []
+    if inst is None:
+        return []
+    return [*inst.redirects, *(inst.watch.redirects if inst.watch is not None else [])]
 
 
 class redirect_cuda:  # noqa: N801 - used like a function: accel.redirect_cuda()
@@ -93,6 +97,7 @@ class redirect_cuda:  # noqa: N801 - used like a function: accel.redirect_cuda()
                     pairs = zip(inst.originals(), (r.replacement for r in inst.redirects), strict=True)
                     inst.jit_ids = alias_jit_builtins(pairs)
                     refresh_torch_caches()
+                    inst.watch = watch(build_deferred(server))
                 except BaseException:
                     inst.patcher.undo()
                     unalias_jit_builtins(inst.jit_ids)
@@ -122,6 +127,8 @@ class redirect_cuda:  # noqa: N801 - used like a function: accel.redirect_cuda()
             assert inst is not None
             inst.refs -= 1
             if inst.refs == 0:
+                if inst.watch is not None:
+                    unwatch(inst.watch)
                 inst.patcher.undo()
                 unalias_jit_builtins(inst.jit_ids)
                 refresh_torch_caches()

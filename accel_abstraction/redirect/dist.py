@@ -6,20 +6,26 @@ entry maps to ``"<device_type>:<dist_backend>"`` (an explicit entry for that dev
 wins). A CUDA ``device_id`` is translated like any device argument.
 ``DistributedDataParallel(device_ids=[i], output_device=i)`` gets the backend's indices
 (none on a CPU backend, where torch accepts none).
+``FullyShardedDataParallel(device_id=i)`` gets the backend's device (``cpu`` on a CPU backend,
+the one FSDP accepts there), as ``accel port``'s ``accel.fsdp_device_id(i)``; it is installed
+when the program imports FSDP (:mod:`.deferred`), since importing it costs about a second.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
+from .deferred import Deferred
 from .devices import CUDA
 from .hints import port_hint
 from .serve import Server
 from .spec import Redirect
 
-__all__ = ["dist_redirects", "translate_dist_backend"]
+__all__ = ["FSDP_MODULE", "dist_deferred", "dist_redirects", "translate_dist_backend"]
 
 NCCL = "nccl"
 
@@ -125,3 +131,39 @@ def _ddp_redirect(s: Server) -> Redirect:
 
     functools.update_wrapper(__init__, original)
     return Redirect(DDP, "__init__", __init__, "distributed", api, hint, record=False)
+
+
+#: The module that defines ``FullyShardedDataParallel`` (``torch.distributed.fsdp`` imports it).
+FSDP_MODULE = "torch.distributed.fsdp.fully_sharded_data_parallel"
+FSDP_API = "FullyShardedDataParallel(device_id=...)"
+
+
+def dist_deferred(s: Server) -> list[Deferred]:
+    """The distributed redirects installed when their module is imported: FSDP's ``device_id``."""
+    s.recorder.describe(FSDP_API, "distributed", port_hint(FSDP_API))
+    return [Deferred(FSDP_MODULE, lambda module: [_fsdp_redirect(s, module)])]
+
+
+def _fsdp_redirect(s: Server, module: ModuleType) -> Redirect:
+    """``FullyShardedDataParallel(model, device_id=i)`` on the backend's device (``cpu`` on a CPU backend).
+
+    The rule ``accel port``'s ``accel.fsdp_device_id()`` follows (distributed/ddp.py); a
+    ``device_id`` of ``None`` stays ``None``, as the port leaves it.
+    """
+    from ..distributed.ddp import fsdp_device_id_for
+
+    fsdp = module.FullyShardedDataParallel
+    original = fsdp.__init__
+    signature = inspect.signature(original)
+    t, rec, b = s.translator, s.recorder, s.backend
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:  # noqa: N807
+        bound = signature.bind(self, *args, **kwargs)
+        device = bound.arguments.get("device_id")
+        if device is not None:
+            rec.hit(FSDP_API)
+            bound.arguments["device_id"] = fsdp_device_id_for(b, device, t.device_for)
+        original(*bound.args, **bound.kwargs)
+
+    functools.update_wrapper(__init__, original)
+    return Redirect(fsdp, "__init__", __init__, "distributed", FSDP_API, port_hint(FSDP_API), record=False)

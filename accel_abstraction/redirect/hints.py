@@ -14,12 +14,12 @@ from __future__ import annotations
 from ..porting.mapping import hint_for
 from ..porting.rules import Rule
 from ..porting.rules import acc101_cuda_device_string as device_string
-from ..porting.rules import acc104_integer_device as integer_device
 from ..porting.rules import acc111_cuda_method as cuda_method
 from ..porting.rules import acc112_is_cuda as is_cuda
 from ..porting.rules import acc132_autocast_cuda as autocast_cuda
 from ..porting.rules import acc133_grad_scaler as grad_scaler
 from ..porting.rules import acc171_nccl_backend as nccl_backend
+from ..porting.rules import acc172_ddp_device_ids as parallel_devices
 from ..porting.rules import acc191_pin_memory as pin_memory
 
 __all__ = ["DEVICE_ARGUMENT", "RULE_OF", "port_hint"]
@@ -43,7 +43,8 @@ RULE_OF: dict[str, Rule] = {
     'torch.amp.GradScaler("cuda")': grad_scaler.RULE,
     "torch.distributed.init_process_group(backend='nccl')": nccl_backend.RULE,
     "torch.distributed.new_group(backend='nccl')": nccl_backend.RULE,
-    "DistributedDataParallel(device_ids=...)": integer_device.RULE,
+    "DistributedDataParallel(device_ids=...)": parallel_devices.RULE,
+    "FullyShardedDataParallel(device_id=...)": parallel_devices.RULE,
 }
 #: The rule of every label ``<factory>(device=cuda)`` (``torch.zeros(device=cuda)``, ``Tensor.new_ones(device=cuda)``).
 DEVICE_ARGUMENT: Rule = device_string.RULE

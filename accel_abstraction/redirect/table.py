@@ -17,14 +17,15 @@ from .amp import amp_redirects
 from .cuda_module import cuda_module_redirects
 from .data import data_redirects
 from .data_parallel import data_parallel_redirects
-from .dist import dist_redirects
+from .deferred import Deferred
+from .dist import dist_deferred, dist_redirects
 from .knobs import knob_redirects
 from .nvtx import nvtx_redirects
 from .serve import Server
 from .spec import Redirect
 from .tensors import tensor_redirects
 
-__all__ = ["build_redirects", "plugin_redirects"]
+__all__ = ["build_deferred", "build_redirects", "plugin_redirects"]
 
 
 def plugin_redirects(s: Server) -> list[Redirect]:
@@ -58,3 +59,8 @@ def build_redirects(s: Server) -> list[Redirect]:
     for r in core + plugin_redirects(s):
         table[(id(r.target), r.name)] = r
     return list(table.values())
+
+
+def build_deferred(s: Server) -> list[Deferred]:
+    """The redirects installed when the program imports their module (:mod:`.deferred`)."""
+    return dist_deferred(s)

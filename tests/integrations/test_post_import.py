@@ -11,15 +11,6 @@ import pytest
 from accel_abstraction.integrations.post_import import when_imported
 
 
-@pytest.fixture
-def fresh_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    name = f"accel_post_import_probe_{tmp_path.name.replace('-', '_')}"
-    (tmp_path / f"{name}.py").write_text("VALUE = 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield name
-    sys.modules.pop(name, None)
-
-
 def test_callback_sees_the_executed_module_before_the_importer(fresh_module: str) -> None:
     seen: list[int] = []
 

@@ -27,14 +27,17 @@ PORTED = (
 )
 
 #: One gloo process on 127.0.0.1: build the FSDP line, run a step, say what FSDP computes on.
+#: ``{redirect}``: install the runtime redirect (what ``accel run`` does) first, with FSDP imported
+#: before it (its redirect goes in at once) or after it (on import); ``{undo}``: undo it at the end.
 SCRIPT = """
 import sys, warnings
 import torch
 import torch.distributed as dist
-from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 import accel_abstraction as accel
 accel.use("cpu")
 warnings.simplefilter("ignore")
+{redirect}
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{port}", world_size=1, rank=0, timeout=__import__("datetime").timedelta(seconds=60))
 rank = 0
 try:
@@ -45,7 +48,15 @@ except RuntimeError as exc:
     print("stopped:", exc)
 finally:
     dist.destroy_process_group()
+{undo}
 """
+REDIRECT = {
+    "fsdp-imported-after": "r = accel.redirect_cuda()",
+    "fsdp-imported-before": "import torch.distributed.fsdp\nr = accel.redirect_cuda()",
+}
+UNDO = """patched = FSDP.__init__
+r.undo()
+print("restored", FSDP.__init__ is not patched and FSDP.__init__.__module__ == FSDP.__module__)"""
 
 
 def _free_port() -> int:
@@ -54,8 +65,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _run(line: str) -> str:
+def _run(line: str, redirect: str = "", undo: str = "") -> str:
     code = textwrap.dedent(SCRIPT).replace("{port}", str(_free_port())).replace("{line}", line)
+    code = code.replace("{redirect}", redirect).replace("{undo}", undo)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, check=True)
     return done.stdout.strip()
 
@@ -82,3 +94,10 @@ def test_fsdp_device_id_is_cpu_on_cpu_and_the_index_where_devices_have_one(monke
     monkeypatch.setattr(backend, "current_device", lambda: 2)
     assert fsdp_device_id_for(backend, 0) == torch.device("meta", 0)
     assert fsdp_device_id_for(backend) == torch.device("meta", 2)
+
+
+
+@pytest.mark.parametrize("order", sorted(REDIRECT))
+def test_the_redirect_gives_fsdp_the_device_the_port_gives(order: str) -> None:
+    out = _run(ORIGINALS[0], REDIRECT[order], UNDO)
+    assert out.splitlines() == ["ran on cpu", "restored True"], out

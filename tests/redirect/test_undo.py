@@ -7,6 +7,7 @@ import threading
 import pytest
 import torch
 import torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel  # imported here: its redirect goes in at once
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils._device import DeviceContext
 from torch.utils.data import DataLoader
@@ -20,7 +21,7 @@ OWNERS = [
     torch, torch.cuda, torch.cuda.amp, torch.amp, torch.Tensor, torch.nn.Module, dist,
     type(torch.backends.cudnn), DeviceContext, DistributedDataParallel,
     type(torch.backends.cuda.matmul), torch.backends.cuda, torch.cuda.nvtx, DataLoader,
-    torch.cuda.random, torch.nn.DataParallel,
+    torch.cuda.random, torch.nn.DataParallel, FullyShardedDataParallel,
 ]  # fmt: skip
 
 
