@@ -182,7 +182,7 @@ class Scan(ApiChecks):
                     self.device_value(node.args[0], allow_int=True)
             elif attr == "startswith":
                 check_device_test(self, node)
-            elif attr == "add_argument":
+            elif attr == "add_argument" or (attr == "option" and last_name(func.value) == "click"):
                 options = [str_value(a) or "" for a in node.args]
                 for kw in node.keywords:
                     if kw.arg == "default":
