@@ -90,13 +90,19 @@ def score(verbose: bool, only: str | None = None, cpu: bool = True) -> int:
 
 
 def isort_clean(text: str) -> bool:
-    """Whether ruff's import-order rules (``I``, default settings, no configuration read) pass on ``text``."""
-    import subprocess
+    """Whether ruff's import-order rules (``I``, default settings, no configuration read) pass on ``text``.
 
-    proc = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--isolated", "--select", "I", "--stdin-filename", "subject.py", "-"],
-        input=text, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    Run from an empty folder, as in a user's project: from this repository's root ruff would
+    take ``accel_abstraction`` for first-party code and want it in a section of its own.
+    """
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="realcode-isort-") as scratch:
+        proc = subprocess.run(
+            [sys.executable, "-m", "ruff", "check", "--isolated", "--select", "I", "--stdin-filename", "subject.py", "-"],
+            input=text, capture_output=True, text=True, check=False, cwd=scratch,
+        )  # fmt: skip
     return proc.returncode == 0
 
 
