@@ -33,6 +33,9 @@ _NVIDIA_TOOL = re.compile(r"^(?:.*/)?(?:nvcc|cuobjdump|nvdisasm|nvprof|nvidia-sm
 class DeviceChecks(Reporter):
     """Mixin of the scanner: checks on values in device, backend and environment positions."""
 
+    #: names holding a CUDA device ordinal in this module (set by :class:`.context.ScanContext`)
+    ordinal_names: frozenset[str] = frozenset()
+
     # ---- device strings
     def device_value(self, node: ast.AST | None, allow_int: bool = False, string_typed: bool = False) -> None:
         """Report ``node`` if it names a CUDA device where a device is expected.
@@ -65,7 +68,9 @@ class DeviceChecks(Reporter):
             if isinstance(node, ast.Constant) and type(node.value) is int:
                 text = f"accel.device({node.value})"
                 self.report(node, "ACC104", None, Replace(text=text), suggestion=text)
-            elif isinstance(node, (ast.Name, ast.Attribute)) and RANK_NAME.match(last_name(node) or ""):
+            elif isinstance(node, (ast.Name, ast.Attribute)) and (
+                RANK_NAME.match(last_name(node) or "") or (isinstance(node, ast.Name) and node.id in self.ordinal_names)
+            ):
                 self.report(node, "ACC104", None, WrapDevice(), suggestion=f"accel.device({last_name(node)})")
 
     def runtime_string(self, node: ast.AST, string_typed: bool = True) -> bool:
