@@ -14,6 +14,8 @@ Prints:
 - portable agreement: sites annotated portable that ``accel port`` rewrites, and
   manual ones it reports as needing a person;
 - files that no longer parse after ``accel port`` (and files port refused);
+- import order: files that are isort-clean (ruff's ``I`` rules, default settings) before the
+  port and still are after it;
 - behaviour changed on cpu: files whose original and ported versions, run with the cpu
   backend (:mod:`realcode.differential`: executed as modules, every function callable
   without arguments called), differ in results, errors or printed output;
@@ -67,19 +69,41 @@ def load_annotations() -> tuple[list[Site], dict[str, set[int]]]:
     return sites, lookalikes
 
 
+def set_names() -> list[str]:
+    """The sets ``sources.tsv`` names, in the order they first appear (``dev``, ``heldout``, ``heldout2``, ...)."""
+    return list(dict.fromkeys(s.set for s in sources()))
+
+
 def score(verbose: bool, only: str | None = None, cpu: bool = True) -> int:
     everything = sources()
-    if not all(s.cached.exists() for s in everything):
-        print(f"realcode cache missing under {CACHE}: run python benchmarks/realcode/build_cache.py")
-        return 0
-    for name in ("dev", "heldout"):
+    for name in set_names():
         if only is not None and name != only:
             continue
         chosen = [s for s in everything if s.set == name]
-        if chosen:
-            print(f"== {name} set" + (" (annotated, never tuned on)" if name == "heldout" else " (the rules were written against it)"))
-            score_files(chosen, verbose, cpu)
+        if not all(s.cached.exists() for s in chosen):
+            print(f"realcode cache for the {name} set missing under {CACHE}: run python benchmarks/realcode/build_cache.py")
+            continue
+        tuned = not name.startswith("heldout")
+        print(f"== {name} set" + (" (the rules were written against it)" if tuned else " (annotated, never tuned on)"))
+        score_files(chosen, verbose, cpu)
     return 0
+
+
+def isort_clean(text: str) -> bool:
+    """Whether ruff's import-order rules (``I``, default settings, no configuration read) pass on ``text``.
+
+    Run from an empty folder, as in a user's project: from this repository's root ruff would
+    take ``accel_abstraction`` for first-party code and want it in a section of its own.
+    """
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="realcode-isort-") as scratch:
+        proc = subprocess.run(
+            [sys.executable, "-m", "ruff", "check", "--isolated", "--select", "I", "--stdin-filename", "subject.py", "-"],
+            input=text, capture_output=True, text=True, check=False, cwd=scratch,
+        )  # fmt: skip
+    return proc.returncode == 0
 
 
 def behaviour_on_cpu(srcs: list[Source], verbose: bool, with_stubs: bool = False) -> None:
@@ -125,7 +149,8 @@ def score_files(srcs: list[Source], verbose: bool, cpu: bool = True) -> None:
     missed: list[str] = []
     alarms: list[str] = []
     alarms_on_lookalikes = 0
-    parse_ok = refused = 0
+    parse_ok = refused = sorted_before = sorted_after = 0
+    unsorted: list[str] = []
     misses_by_cat: Counter[str] = Counter()
     lines_total = 0
     for src in srcs:
@@ -167,6 +192,12 @@ def score_files(srcs: list[Source], verbose: bool, cpu: bool = True) -> None:
             parse_ok += 1
         except SyntaxError as exc:
             print(f"  does not parse after port: {src.key}: {exc}")
+        if isort_clean(text):
+            sorted_before += 1
+            if isort_clean(ported.output):
+                sorted_after += 1
+            else:
+                unsorted.append(src.key)
     if cpu:
         behaviour_on_cpu(srcs, verbose, STUB_ARGS)
     n_look = sum(len(v) for v in lookalikes.values())
@@ -179,6 +210,8 @@ def score_files(srcs: list[Source], verbose: bool, cpu: bool = True) -> None:
     print(f"portable sites rewritten-capable: {hit_portable}/{want_portable}; "
           f"manual sites reported as needing a person: {hit_manual}/{want_manual}")
     print(f"parse after port: {parse_ok}/{len(srcs)} files ({refused} refused by port, left unchanged)")
+    print(f"isort-clean after port: {sorted_after}/{sorted_before} files that were clean before"
+          + (f" (now unsorted: {', '.join(unsorted)})" if unsorted else ""))
     if misses_by_cat:
         print("missed by category: " + ", ".join(f"{c} {n}" for c, n in misses_by_cat.most_common()))
     if verbose:
@@ -193,7 +226,7 @@ def main() -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="list every miss and false alarm")
     parser.add_argument("--run", action="store_true", help="also run the end-to-end scripts (minutes)")
     parser.add_argument("--no-cpu", action="store_true", help="skip the differential runs on the cpu backend (minutes)")
-    parser.add_argument("--set", choices=("dev", "heldout"), help="score only this set (tune on dev without looking at held-out)")
+    parser.add_argument("--set", choices=set_names(), help="score only this set (tune on dev without looking at held-out)")
     parser.add_argument("--stub-args", action="store_true", help="differential runs also call functions needing arguments, with stubs")
     args = parser.parse_args()
     global STUB_ARGS

@@ -19,6 +19,7 @@ from .guards import DEVICE_NAME, device_positions, device_string_names, env_key_
 from .mapping import FLAGS, PACKAGES
 from .prefilter import BARE_DEVICE, BUILTIN_PRECHECK, hot_lines, touches
 from .rules import Rule
+from .rules.acc104_integer_device import ordinal_names
 from .rules.acc113_device_type_test import find_device_tests
 from .rules.acc133_grad_scaler import GRAD_SCALER
 from .rules.acc207_cuda_only_kernel import fused_choices
@@ -104,6 +105,8 @@ class ScanContext(DeviceChecks):
         # plugin_rules: the rules that match by names= or matcher= (the others are this traversal's own)
         super().__init__(source, path)
         self.aliases = AliasMap.from_tree(tree, hot_lines(source, ("import",)))
+        # names holding a CUDA ordinal (device = rank % torch.cuda.device_count()): their uses are hot too
+        self.ordinal_names = ordinal_names(tree, self.aliases.qualname) if "device_count" in source or "current_device" in source else frozenset()
         self.hot: list[int] | None = None
         if all(r.precheck for r in plugin_rules):
             # Only statements touching a line that can hold a finding are walked: a line with
@@ -115,7 +118,8 @@ class ScanContext(DeviceChecks):
                 if _coupled_module(q) or any(q == n or q.startswith(n + ".") for n in plugin_names)
             ]
             extra = [s for r in plugin_rules for s in r.precheck]
-            self.hot = hot_lines(source, (*BUILTIN_PRECHECK, *extra, *names), BARE_DEVICE)
+            uses = [f"{form}{n}" for n in self.ordinal_names for form in (".to(", "device=", "device_ids=[")]
+            self.hot = hot_lines(source, (*BUILTIN_PRECHECK, *extra, *names, *uses), BARE_DEVICE)
         self.plugin_names = [(r, n) for r in plugin_rules for n in r.names]
         self.plugin_matchers = [r for r in plugin_rules if r.matcher is not None]
         self.tree = tree

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from .guards import DEVICE_NAME, str_value
+from .guards import DEVICE_NAME, last_name, str_value
 from .reporting import Reporter
 from .rules import VISITS
 from .rules import acc101_cuda_device_string as acc101
@@ -29,6 +29,9 @@ _STRING_CHECKS = VISITS.get("string", ())
 
 class DeviceChecks(Reporter):
     """Mixin of the scanner: the value positions, each handing its value to the rules' shape checks."""
+
+    #: names holding a CUDA device ordinal in this module (set by :class:`.context.ScanContext`)
+    ordinal_names: frozenset[str] = frozenset()
 
     # ---- device strings
     def device_value(self, node: ast.AST | None, allow_int: bool = False, string_typed: bool = False) -> None:
@@ -61,7 +64,7 @@ class DeviceChecks(Reporter):
         if attr == "to":
             if node.args:
                 self.device_value(node.args[0], allow_int=True)
-        elif attr == "add_argument":
+        elif attr == "add_argument" or (attr == "option" and isinstance(node.func, ast.Attribute) and last_name(node.func.value) == "click"):
             options = [str_value(a) or "" for a in node.args]
             for kw in node.keywords:
                 if kw.arg == "default":

@@ -32,7 +32,7 @@ class Source:
     path: str
     license: str
     kind: str  # "script" (runs as a program) or "module"
-    set: str = "dev"  # "dev": the rules were written against it; "heldout": annotated, never tuned on
+    set: str = "dev"  # "dev": the rules were written against it; "heldout", "heldout2", ...: annotated, never tuned on
 
     @property
     def cached(self) -> Path:

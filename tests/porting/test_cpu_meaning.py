@@ -32,6 +32,8 @@ ARGS: dict[str, str] = {
     "torch.cuda.random.manual_seed_all": "7",
     "torch.cuda.set_rng_state": "torch.Generator().manual_seed(5).get_state()",
     "torch.cuda.set_rng_state_all": "[torch.Generator().manual_seed(5).get_state()]",
+    "torch.cuda.random.set_rng_state": "torch.Generator().manual_seed(5).get_state()",
+    "torch.cuda.random.set_rng_state_all": "[torch.Generator().manual_seed(5).get_state()]",
     "torch.cuda.amp.GradScaler": "enabled=True",
     "torch.cuda.amp.grad_scaler.GradScaler": "enabled=True",
     "torch.cuda.stream": "torch.cuda.Stream()",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -31,9 +32,44 @@ class WrapDevice(Fix):
             node, call("accel.device", node.with_changes(lpar=[], rpar=[]) if node.lpar else node)
         )
 
+#: Calls whose value is a CUDA device ordinal (``torch.cuda.current_device()``), or is one after
+#: ``% ...`` (``rank % torch.cuda.device_count()``).
+_ORDINAL_CALLS = ("torch.cuda.current_device", "torch.cuda.device_count")
 
 
+def _ordinal_value(value: ast.AST, qualname: Callable[[ast.AST], str | None]) -> bool:
+    """``rank % torch.cuda.device_count()`` or ``torch.cuda.current_device()``."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod):
+        value, wanted = value.right, _ORDINAL_CALLS[1]
+    else:
+        wanted = _ORDINAL_CALLS[0]
+    return isinstance(value, ast.Call) and qualname(value.func) == wanted
 
+
+def ordinal_names(tree: ast.AST, qualname: Callable[[ast.AST], str | None]) -> frozenset[str]:
+    """Names that hold a CUDA device ordinal everywhere in the module, so ``x.to(name)`` means ``cuda:name``.
+
+    ``device = rank % torch.cuda.device_count()`` (DiT/SiT-style samplers), ``dev =
+    torch.cuda.current_device()``.  Names are module-wide, so only a name that every binding
+    gives such a value counts: one that is also a parameter, a loop or ``with`` target or
+    assigned anything else (``device = torch.device(...)`` in another function) does not.
+    """
+    ordinal: set[str] = set()
+    other: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            single = len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            if single and _ordinal_value(node.value, qualname):
+                ordinal.add(node.targets[0].id)  # type: ignore[attr-defined]
+                continue
+            other.update(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr)):
+            other.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            other.update(n.id for n in ast.walk(node.optional_vars) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.arg):
+            other.add(node.arg)
+    return frozenset(ordinal - other)
 
 
 #: Parameters whose integer default is a device ordinal (``gpu=0``, ``device=0``; not ``rank=0``).
@@ -45,7 +81,9 @@ def integer_device(scan: ScanContext, node: ast.AST) -> None:
     if isinstance(node, ast.Constant) and type(node.value) is int:
         text = f"accel.device({node.value})"
         scan.report(node, "ACC104", None, Replace(text=text), suggestion=text)
-    elif isinstance(node, (ast.Name, ast.Attribute)) and RANK_NAME.match(last_name(node) or ""):
+    elif isinstance(node, (ast.Name, ast.Attribute)) and (
+        RANK_NAME.match(last_name(node) or "") or (isinstance(node, ast.Name) and node.id in scan.ordinal_names)
+    ):
         scan.report(node, "ACC104", None, WrapDevice(), suggestion=f"accel.device({last_name(node)})")
 
 
@@ -76,7 +114,9 @@ def check_device_ids(scan: ScanContext, call: ast.Call, keyword: ast.keyword, qu
 
 
 def check_cli_option(scan: ScanContext, node: ast.Call, qualname: str | None) -> bool:
-    """``add_argument("--device", type=int, default=0)`` (:func:`cli_option`)."""
+    """``add_argument("--device", type=int, default=0)``, ``@click.option(...)`` alike (:func:`cli_option`)."""
+    if isinstance(node.func, ast.Attribute) and node.func.attr == "option" and last_name(node.func.value) != "click":
+        return False
     cli_option(scan, node, [str_value(a) or "" for a in node.args])
     return False
 
@@ -104,6 +144,7 @@ RULE = Rule(
         "keyword:device_ids": check_device_ids,
         "keyword:output_device": check_device_ids,
         "method:add_argument": check_cli_option,
+        "method:option": check_cli_option,
     },
     examples=(
         ("y = x.to(local_rank)", "y = x.to(accel.device(local_rank))"),
@@ -111,8 +152,14 @@ RULE = Rule(
         ("torch.distributed.barrier(device_ids=[local_rank])", None),
         ('p.add_argument("--device", type=int, default=0)', None),
         ("def train(model, gpu=0):\n    pass", None),
+        (
+            "device = rank % torch.cuda.device_count()\nz = torch.randn(4, device=device)",
+            "z = torch.randn(4, device=accel.device(device))",
+        ),
     ),
     counterexamples=(
+        # the same name is a parameter elsewhere (a torch.device there): names are module-wide, so it is left alone
+        "def f(x, device):\n    return x.to(device)\ndevice = rank % torch.cuda.device_count()\ny = x.to(device)",
         "def train(model, rank=0, world_size=1):\n    pass",
         "def train(model, device=None):\n    pass",
         "m = DDP(model, device_ids=[local_rank])",

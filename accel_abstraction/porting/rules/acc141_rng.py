@@ -23,6 +23,11 @@ RULE = Rule(
         kept("torch.cuda.set_rng_state", "accel.set_rng_state", "None"),
         kept("torch.cuda.get_rng_state_all", "accel.get_rng_state_all", "[]"),
         kept("torch.cuda.set_rng_state_all", "accel.set_rng_state_all", "None"),
+        # the same functions through their defining module (``torch.cuda.random.get_rng_state()``)
+        call("torch.cuda.random.get_rng_state", "accel.get_rng_state", RAISES),
+        kept("torch.cuda.random.set_rng_state", "accel.set_rng_state", "None"),
+        kept("torch.cuda.random.get_rng_state_all", "accel.get_rng_state_all", "[]"),
+        kept("torch.cuda.random.set_rng_state_all", "accel.set_rng_state_all", "None"),
     ),
     examples=(
         (
