@@ -121,6 +121,15 @@ class _utils:  # noqa: N801 - the name torch.serialization looks for
 _native_used: Callable[..., bool] | None = None
 
 
+def read_first_use_from(flag: Callable[..., bool]) -> None:
+    """Answer :func:`is_initialized` from the C++ core's first-use `flag` too (install, compiled path).
+
+    `flag()` reads it, `flag(value)` sets it (``native.device_used``).
+    """
+    global _native_used
+    _native_used = flag
+
+
 def is_initialized() -> bool:
     """Whether :func:`init` has run or a neuron tensor has been created (as CUDA's lazy init).
 

@@ -107,7 +107,7 @@ def register(count: int, source: str) -> None:
     if compiled:
         kernel_keys.use_compiled_path()
         memory.use_native(native)
-        device_module._native_used = native.device_used
+        device_module.read_first_use_from(native.device_used)
     key = kernel_keys.kernel_key()
 
     lib = torch.library.Library("_", "IMPL")
