@@ -5,8 +5,8 @@ for ``neuron`` tensors. The CPU emulation of the device has no interconnect, so
 :func:`register_emulated_process_group` registers a stand-in under the same name: a
 Python :class:`torch.distributed.ProcessGroup` whose every collective stages its
 tensors to the CPU, runs the same collective on an inner gloo group, and writes the
-results back into the caller's tensors (:meth:`EmulatedProcessGroup._via_gloo`, the one
-place that does it). ``dist.init_process_group("neuron")``, the ``torch.distributed``
+results back into the caller's tensors (:func:`.dist_staging.via_gloo`, the one place that
+does it). ``dist.init_process_group("neuron")``, the ``torch.distributed``
 functions, ``DistributedDataParallel``, FSDP2, DTensor / tensor parallelism, device
 meshes and ``torch.distributed.checkpoint`` then run unchanged on emulated ``neuron``
 tensors (CPU tensors pass through as they are).
@@ -34,85 +34,30 @@ creating the group makes that device current, unless the process already chose o
 a device (``torch.neuron.is_initialized()``, the rule ``init_device_mesh`` follows too).
 With fewer emulated devices than local ranks, ranks share them (``r % device_count``).
 
-Why one module of ~400 lines: it is one :class:`torch.distributed.ProcessGroup` subclass.
-torch calls each collective by its name on that class, and each is a few lines handing its
-tensors to the one staging step; the staging helpers serve only that step.
+This module is the process group (torch calls each collective by its name on the class; each
+is a few lines handing its tensors to the staging step) and its registration; the staging
+itself is :mod:`accel_neuron.dist_staging`.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch._C._distributed_c10d import ProcessGroupGloo, _create_work_from_future
-from torch.utils._pytree import tree_flatten
+from torch._C._distributed_c10d import ProcessGroupGloo
 
-from accel_abstraction.distributed import DistributedError
+from .dist_staging import UnsupportedCollectiveError, done, via_gloo
 
 __all__ = ["BACKEND_NAME", "EmulatedProcessGroup", "UnsupportedCollectiveError", "register_emulated_process_group"]
 
 BACKEND_NAME = "neuron"
 
 _lock = threading.Lock()
-_PREMUL_SUM = dist.ReduceOp.RedOpType.PREMUL_SUM
-#: How gloo words "this collective / reduction / dtype is not implemented" (lower case).
-_GLOO_CANNOT = ("not supported", "does not support", "cannot use", "unsupported", "invalid scalar type")
-
-
-class UnsupportedCollectiveError(DistributedError, NotImplementedError):
-    """The emulated process group cannot run this collective (or this reduction); ``collective`` names it."""
-
-    def __init__(self, collective: str, why: str) -> None:
-        super().__init__(
-            f"the emulated 'neuron' process group does not support {collective}: {why}. "
-            "It stages tensors to the CPU and runs gloo; use a collective gloo has, or run on "
-            "Trainium's native 'neuron' backend (see docs/distributed.md)"
-        )
-        self.collective = collective
-
-
-def _stage(t: torch.Tensor) -> torch.Tensor:
-    """A contiguous CPU tensor with ``t``'s values, sharing ``t``'s memory where it can.
-
-    A contiguous CPU tensor is ``t`` itself. An emulated neuron tensor's memory is CPU
-    memory: a contiguous one is handed to gloo as a CPU view of that memory (no copy,
-    the emulator's ``fresh_cpu_view``), so the group moves what gloo moves. Anything
-    else (non-contiguous) is copied.
-    """
-    t = t.detach()
-    if t.is_contiguous():
-        if t.device.type == "cpu":
-            return t
-        if t.device.type == "neuron" and getattr(torch.neuron, "_is_emulated", False):  # type: ignore[attr-defined]
-            from .emulator.storage import fresh_cpu_view
-
-            return fresh_cpu_view(t)
-    return t.to("cpu").contiguous()
-
-
-def _done(result: Any) -> dist.Work:
-    """A completed ``Work`` whose future holds ``result``."""
-    fut: torch.futures.Future[Any] = torch.futures.Future()
-    fut.set_result(result)
-    return _create_work_from_future(fut)
-
-
-def _tensors(tree: Any) -> list[torch.Tensor]:
-    return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]
-
-
-def _restage(tree: Any, staged: dict[int, torch.Tensor]) -> Any:
-    """``tree`` (a tensor, or nested lists of them) with every tensor replaced by its CPU copy."""
-    if isinstance(tree, torch.Tensor):
-        return staged[id(tree)]
-    if isinstance(tree, list | tuple):
-        return [_restage(x, staged) for x in tree]
-    return tree
 
 
 class EmulatedProcessGroup(dist.ProcessGroup):
@@ -156,55 +101,11 @@ class EmulatedProcessGroup(dist.ProcessGroup):
 
     # -- the one staging step ---------------------------------------------------------------
 
-    def _via_gloo(
-        self,
-        collective: str,
-        outputs: Any,
-        inputs: Any,
-        run: Callable[[Any, Any], dist.Work | None],
-        opts: Any = None,
-    ) -> dist.Work:
-        """Stage ``outputs`` and ``inputs`` (tensors or nested lists) to the CPU, ``run`` gloo on them, write back.
-
-        ``inputs is outputs`` (the same object) for in-place collectives. A ``PREMUL_SUM``
-        in ``opts.reduceOp`` becomes a ``SUM`` of the inputs scaled by its factor. Returns
-        a completed ``Work`` whose future holds ``outputs``.
-        """
-        reduce_op = getattr(opts, "reduceOp", None)
-        premul = reduce_op is not None and reduce_op.op == _PREMUL_SUM
-        staged: dict[int, torch.Tensor] = {}
-        for t in _tensors(outputs):
-            staged[id(t)] = _stage(t)
-        for t in _tensors(inputs):
-            if id(t) not in staged:
-                s = _stage(t)
-                # PREMUL_SUM scales the inputs: never the caller's own input tensor.
-                staged[id(t)] = s.clone() if premul and s.data_ptr() == t.data_ptr() else s
-        if premul:
-            factor = _premul_factor(reduce_op, collective)
-            for t in _tensors(inputs):
-                staged[id(t)].mul_(factor)
-            opts.reduceOp = dist.ReduceOp.SUM
-        try:
-            work = run(_restage(outputs, staged), _restage(inputs, staged))
-            if work is not None:
-                work.wait()
-        except RuntimeError as exc:
-            low = str(exc).lower()
-            if any(s in low for s in _GLOO_CANNOT):
-                raise UnsupportedCollectiveError(collective, str(exc).strip().splitlines()[0]) from exc
-            raise
-        for t in _tensors(outputs):
-            s = staged[id(t)]
-            if t.data_ptr() != s.data_ptr():  # a copy, not the tensor's own memory
-                t.detach().copy_(s)
-        return _done(outputs if isinstance(outputs, list) else [outputs])
-
     # -- in-place on one list of tensors ----------------------------------------------------
 
     def allreduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts or dist.AllreduceOptions()
-        return self._via_gloo("all_reduce", tensors, tensors, lambda o, _: self._gloo.allreduce(o, opts), opts)
+        return via_gloo("all_reduce", tensors, tensors, lambda o, _: self._gloo.allreduce(o, opts), opts)
 
     def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         # gloo's allreduce_coalesced wants dense tensors of one dtype: run them one by one.
@@ -213,15 +114,15 @@ class EmulatedProcessGroup(dist.ProcessGroup):
             if opts is not None:
                 ar.reduceOp, ar.timeout = opts.reduceOp, opts.timeout
             self.allreduce([t], ar)
-        return _done(list(tensors))
+        return done(list(tensors))
 
     def broadcast(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts or dist.BroadcastOptions()
-        return self._via_gloo("broadcast", tensors, tensors, lambda o, _: self._gloo.broadcast(o, opts))
+        return via_gloo("broadcast", tensors, tensors, lambda o, _: self._gloo.broadcast(o, opts))
 
     def reduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts or dist.ReduceOptions()
-        return self._via_gloo("reduce", tensors, tensors, lambda o, _: self._gloo.reduce(o, opts), opts)
+        return via_gloo("reduce", tensors, tensors, lambda o, _: self._gloo.reduce(o, opts), opts)
 
     def barrier(self, opts: Any = None) -> dist.Work:
         """Wait for every rank; ``device_ids`` / ``device`` in ``opts`` are accepted (the barrier runs on the CPU)."""
@@ -230,7 +131,7 @@ class EmulatedProcessGroup(dist.ProcessGroup):
             bo.timeout = opts.timeout
         bo.device = torch.device("cpu")
         self._gloo.barrier(bo).wait()
-        return _done([])
+        return done([])
 
     # -- gathers ------------------------------------------------------------------------------
 
@@ -238,7 +139,7 @@ class EmulatedProcessGroup(dist.ProcessGroup):
         self, output_tensors: list[list[torch.Tensor]], input_tensors: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts or dist.AllgatherOptions()
-        return self._via_gloo(
+        return via_gloo(
             "all_gather", output_tensors, input_tensors, lambda o, i: self._gloo.allgather(o, i, opts)
         )
 
@@ -247,11 +148,11 @@ class EmulatedProcessGroup(dist.ProcessGroup):
     ) -> dist.Work:
         for outs, inp in zip(output_lists, input_list, strict=True):
             self.allgather([outs], [inp], opts)
-        return _done(output_lists)
+        return done(output_lists)
 
     def all_gather_single(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> dist.Work:
         opts = opts or dist.AllgatherOptions()
-        return self._via_gloo(
+        return via_gloo(
             "all_gather_into_tensor", output, input, lambda o, i: self._gloo._allgather_base(o, i, opts)
         )
 
@@ -262,7 +163,7 @@ class EmulatedProcessGroup(dist.ProcessGroup):
     ) -> dist.Work:
         for out, inp in zip(outputs, inputs, strict=True):
             self.all_gather_single(out, inp, opts)
-        return _done(list(outputs))
+        return done(list(outputs))
 
     allgather_into_tensor_coalesced = all_gather_single_coalesced
 
@@ -270,13 +171,13 @@ class EmulatedProcessGroup(dist.ProcessGroup):
         self, output_tensors: list[list[torch.Tensor]], input_tensors: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts or dist.GatherOptions()
-        return self._via_gloo("gather", output_tensors, input_tensors, lambda o, i: self._gloo.gather(o, i, opts))
+        return via_gloo("gather", output_tensors, input_tensors, lambda o, i: self._gloo.gather(o, i, opts))
 
     def scatter(
         self, output_tensors: list[torch.Tensor], input_tensors: list[list[torch.Tensor]], opts: Any = None
     ) -> dist.Work:
         opts = opts or dist.ScatterOptions()
-        return self._via_gloo(
+        return via_gloo(
             "scatter", output_tensors, input_tensors, lambda o, i: self._gloo.scatter(o, i, opts)
         )
 
@@ -286,13 +187,13 @@ class EmulatedProcessGroup(dist.ProcessGroup):
         self, output_tensors: list[torch.Tensor], input_tensors: list[list[torch.Tensor]], opts: Any = None
     ) -> dist.Work:
         opts = opts or dist.ReduceScatterOptions()
-        return self._via_gloo(
+        return via_gloo(
             "reduce_scatter", output_tensors, input_tensors, lambda o, i: self._gloo.reduce_scatter(o, i, opts), opts
         )
 
     def reduce_scatter_single(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> dist.Work:
         opts = opts or dist.ReduceScatterOptions()
-        return self._via_gloo(
+        return via_gloo(
             "reduce_scatter_tensor", output, input, lambda o, i: self._gloo._reduce_scatter_base(o, i, opts), opts
         )
 
@@ -306,7 +207,7 @@ class EmulatedProcessGroup(dist.ProcessGroup):
             if opts is not None:
                 rs.reduceOp, rs.timeout = opts.reduceOp, opts.timeout
             self.reduce_scatter_single(out, inp, rs)
-        return _done(list(outputs))
+        return done(list(outputs))
 
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
 
@@ -321,7 +222,7 @@ class EmulatedProcessGroup(dist.ProcessGroup):
         opts: Any = None,
     ) -> dist.Work:
         opts = opts or dist.AllToAllOptions()
-        return self._via_gloo(
+        return via_gloo(
             "all_to_all_single",
             output,
             input,
@@ -334,20 +235,20 @@ class EmulatedProcessGroup(dist.ProcessGroup):
         self, output_tensors: list[torch.Tensor], input_tensors: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts or dist.AllToAllOptions()
-        return self._via_gloo(
+        return via_gloo(
             "all_to_all", output_tensors, input_tensors, lambda o, i: self._gloo.alltoall(o, i, opts)
         )
 
     # -- point-to-point ---------------------------------------------------------------------
 
     def send(self, tensors: list[torch.Tensor], dst: int, tag: int = 0) -> dist.Work:
-        return self._via_gloo("send", [], tensors, lambda _, i: self._gloo.send(i, dst, tag))
+        return via_gloo("send", [], tensors, lambda _, i: self._gloo.send(i, dst, tag))
 
     def recv(self, tensors: list[torch.Tensor], src: int, tag: int = 0) -> dist.Work:
-        return self._via_gloo("recv", tensors, tensors, lambda o, _: self._gloo.recv(o, src, tag))
+        return via_gloo("recv", tensors, tensors, lambda o, _: self._gloo.recv(o, src, tag))
 
     def recv_anysource(self, tensors: list[torch.Tensor], tag: int = 0) -> dist.Work:
-        return self._via_gloo("recv (any source)", tensors, tensors, lambda o, _: self._gloo.recv_anysource(o, tag))
+        return via_gloo("recv (any source)", tensors, tensors, lambda o, _: self._gloo.recv_anysource(o, tag))
 
     # -- coalescing blocks and lifetime -----------------------------------------------------
 
@@ -355,7 +256,7 @@ class EmulatedProcessGroup(dist.ProcessGroup):
         """Start a ``_coalescing_manager`` block: its collectives run one by one as they come."""
 
     def _end_coalescing(self, device: torch.device) -> dist.Work:
-        return _done([])
+        return done([])
 
     def shutdown(self) -> None:
         """Close the inner gloo group's connections (``destroy_process_group`` calls this)."""
@@ -366,14 +267,6 @@ class EmulatedProcessGroup(dist.ProcessGroup):
 
     def split_group(self, *args: Any, **kwargs: Any) -> None:
         raise UnsupportedCollectiveError("split_group", "gloo cannot split a communicator; use dist.new_group(ranks)")
-
-
-def _premul_factor(op: dist.ReduceOp, collective: str) -> float | torch.Tensor:
-    """The scale factor of a ``PREMUL_SUM`` reduction (a float, or a one-element CPU tensor)."""
-    factor = op.factor
-    if factor is None:
-        raise UnsupportedCollectiveError(f"{collective} with ReduceOp.PREMUL_SUM", "the reduction carries no factor")
-    return factor.detach().cpu() if isinstance(factor, torch.Tensor) else float(factor)
 
 
 def _bind_local_device(rank: int) -> None:

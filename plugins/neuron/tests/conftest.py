@@ -90,6 +90,11 @@ from accel_neuron import emulator
 out["installed_after_import"] = emulator.is_installed()
 out["torch_neuron_after_import"] = hasattr(torch, "neuron")
 out["privateuse1_after_import"] = torch._C._get_privateuse1_backend_name()
+from accel_neuron.emulator import storage
+try:
+    out["storage_path_before_install"] = storage.active().name
+except emulator.EmulatorError as e:
+    out["storage_path_before_install"] = str(e)
 emulator.install(); emulator.install()
 out["installed"] = emulator.is_installed() and torch.neuron._is_emulated is True
 out["log"] = records

@@ -86,7 +86,7 @@ def histc_int(self: torch.Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -
     """``torch.histc`` of an integer neuron tensor, binned as CUDA bins it (counts in the input dtype)."""
     if bins <= 0:
         raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins}")
-    x = storage.cpu_view(self).reshape(-1).to(torch.int64)
+    x = storage.active().cpu_view(self).reshape(-1).to(torch.int64)
     lo, hi = int(min), int(max)  # CUDA converts the bounds to the input's integer type
     if lo == hi and x.numel() > 0:
         lo, hi = int(x.min()), int(x.max())
@@ -98,7 +98,7 @@ def histc_int(self: torch.Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -
     b = torch.div((inside - lo) * bins, hi - lo, rounding_mode="floor")  # CUDA's integer getBin
     b = torch.where(b == bins, b - 1, b)
     counts = torch.bincount(b, minlength=bins)[:bins].to(self.dtype)
-    return storage.to_neuron(counts, self.get_device())
+    return storage.active().to_neuron(counts, self.get_device())
 
 
 def _meta(a: Any) -> Any:

@@ -172,7 +172,7 @@ def _set_storage_redispatch() -> str:
 HOOKS: dict[str, Callable[[], str]] = {
     # registration.py: PrivateUse1 renamed, Python hooks and device guard
     "privateuse1 registration": _registration,
-    # storage.py: empty PrivateUse1 tensors over CPU memory
+    # python_storage.py: empty PrivateUse1 tensors over CPU memory
     "storage from a data pointer": _exists(
         "torch._C._acc.create_empty_tensor",
         "torch._C._construct_storage_from_data_pointer",
@@ -180,9 +180,9 @@ HOOKS: dict[str, Callable[[], str]] = {
         "torch._C._set_conj",
         "torch._C._set_neg",
     ),
-    # storage.py, kernels.py: CPU kernels reached below the PrivateUse1 key
+    # storage.py, python_storage.py, kernels.py: CPU kernels reached below the PrivateUse1 key
     "redispatch below PrivateUse1": _set_storage_redispatch,
-    # storage.py: tensors on neuron:1 and up through DLPack's kDLExtDev
+    # python_storage.py: tensors on neuron:1 and up through DLPack's kDLExtDev
     "dlpack import": _exists("torch._C._to_dlpack", "torch._C._from_dlpack"),
     # registration.py, composite_overrides.py: which ops would decompose instead of reaching the fallback
     "dispatcher introspection": _exists(
@@ -197,7 +197,12 @@ HOOKS: dict[str, Callable[[], str]] = {
         "torch.library.fallthrough_kernel",
     ),
     # autograd_threads.py
-    "autograd threads": _exists("torch._C._set_multithreading_enabled"),
+    "autograd threads": _exists(
+        "torch._C._set_multithreading_enabled",
+        "torch._C._is_multithreading_enabled",
+        "torch.autograd._engine_run_backward",
+        "torch.autograd.graph._engine_run_backward",
+    ),
     # accel_abstraction.module_apply (tied and lazy parameters through .to())
     "module conversion": _exists(
         "torch._has_compatible_shallow_copy_type",

@@ -49,7 +49,7 @@ def _probe(t: torch.Tensor | None) -> torch.Tensor | None:
         return t
     from . import storage
 
-    c = storage.fresh_cpu_view(t)
+    c = storage.active().fresh_cpu_view(t)
     return c.requires_grad_(True) if t.requires_grad else c
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from . import cpu_islands, cpu_policies, fallback, layout_refusals
+from . import cpu_islands, cpu_policies, kernel_keys, layout_refusals
 from .compile import sdp_choice
 
 aten = torch.ops.aten
@@ -129,7 +129,7 @@ def register(lib: torch.library.Library, compiled: bool = False) -> None:
         name = qualname.split("::", 1)[1]
         base, _, overload = name.partition(".")
         op = getattr(getattr(aten, base), overload or "default")
-        fallback.register_generic(lib, name, op)
+        kernel_keys.register_generic(lib, name, op)
     cpu_islands.register(lib)
     _register_refusals()
     cpu_policies.apply()

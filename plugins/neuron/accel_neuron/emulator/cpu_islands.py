@@ -21,6 +21,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from . import devices, fallback, rng, storage
+from .op_info import info_for
 
 _Tensor = torch.Tensor
 
@@ -60,7 +61,7 @@ class _Call:
         self.index = first.get_device() if first is not None else devices.current()  # results go here
         self._check_devices(args)
         # Dropout between layers draws random numbers: from the device generator, as on a device.
-        names = fallback.info_for(op).arg_names
+        names = info_for(op).arg_names
         named = dict(zip(names, args, strict=False))  # trailing defaults may be omitted
         named.update(kwargs)
         self.random = bool(named.get("dropout", 0)) and bool(named.get("train", False))
@@ -68,7 +69,7 @@ class _Call:
     def _check_devices(self, args: tuple) -> None:
         if not any(_is_neuron(t) for t in self.tensors):
             return
-        info = fallback.info_for(self.op)
+        info = info_for(self.op)
         for i, a in enumerate(args):
             if i < len(info.arg_names) and info.arg_names[i] in _CPU_BY_DESIGN:
                 continue
@@ -96,15 +97,15 @@ def _cpu(t: _Tensor, requires_grad: bool) -> _Tensor:
     if torch.is_inference_mode_enabled() and not t.is_inference():
         # The CPU path differs for inference tensors: the view must be a normal tensor like `t`.
         with torch.inference_mode(False):
-            c = storage.fresh_cpu_view(t)
+            c = storage.active().fresh_cpu_view(t)
     else:
-        c = storage.fresh_cpu_view(t)
+        c = storage.active().fresh_cpu_view(t)
     return c.requires_grad_(True) if requires_grad else c
 
 
 def _neuron(c: Any, index: int) -> Any:
     if isinstance(c, _Tensor) and c.device.type == "cpu":
-        return storage.to_neuron(c.detach(), index)
+        return storage.active().to_neuron(c.detach(), index)
     return c
 
 
@@ -134,7 +135,7 @@ class _Island(torch.autograd.Function):
         for o, g in zip(ctx.cpu_out, grads, strict=True):
             if isinstance(o, _Tensor) and o.requires_grad and g is not None:
                 outs.append(o)
-                gouts.append(storage.fresh_cpu_view(g) if g.device.type == "neuron" else g)
+                gouts.append(storage.active().fresh_cpu_view(g) if g.device.type == "neuron" else g)
         inputs = [c for c in ctx.cpu_in if c is not None]
         result: list[Any] = [None] * len(ctx.cpu_in)
         if outs and inputs:

@@ -4,14 +4,12 @@ It exposes the names the native backend's ``torch.neuron`` documents (the list i
 ``plugins/neuron/README.md`` and ``tests/test_emulator_install.py``), with the emulator's semantics: ``N`` devices per process
 (``ACCEL_NEURON_EMULATE_DEVICES``, default 2) with a current device per thread,
 synchronous execution (streams and events are no-ops that keep the API
-shape), memory statistics counted per storage and device, and a generator per
+shape: :mod:`.device_streams`), memory statistics counted per storage and device, and a generator per
 device. ``_is_emulated`` is True so a backend can tell emulation from hardware.
 """
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import sys
 import types
 from collections import OrderedDict
@@ -22,6 +20,15 @@ from typing import Any
 import torch
 
 from . import devices, memory, rng
+from .device_streams import (  # noqa: F401 - torch.neuron's stream and event names
+    Event,
+    Stream,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+    wait_stream,
+)
 
 _is_emulated = True
 
@@ -112,6 +119,15 @@ class _utils:  # noqa: N801 - the name torch.serialization looks for
 
 # With the compiled per-op path, the C++ core records the first neuron storage (native.device_used).
 _native_used: Callable[..., bool] | None = None
+
+
+def read_first_use_from(flag: Callable[..., bool]) -> None:
+    """Answer :func:`is_initialized` from the C++ core's first-use `flag` too (install, compiled path).
+
+    `flag()` reads it, `flag(value)` sets it (``native.device_used``).
+    """
+    global _native_used
+    _native_used = flag
 
 
 def is_initialized() -> bool:
@@ -254,132 +270,6 @@ def get_rng_state(device: _DeviceLike = "neuron") -> torch.Tensor:
 def set_rng_state(new_state: torch.Tensor, device: _DeviceLike = "neuron") -> None:
     """Restore a state from :func:`get_rng_state` on `device` (default: the current device)."""
     rng.set_state(new_state, _index(device))
-
-
-# ---------------------------------------------------------------- streams and events
-
-
-_PRIVATEUSE1 = int(torch._C._autograd.DeviceType.PrivateUse1)
-_stream_ids = itertools.count()
-
-
-class Stream:
-    """A stream handle. Execution is synchronous, so waiting and recording do nothing."""
-
-    def __init__(self, device: _DeviceLike = None, priority: int = 0, **kwargs: Any) -> None:
-        self.device_index = _index(device)
-        # as torch.Stream: c10's DeviceType number and an id (FSDP2 in torch 2.15 passes both to
-        # torch.ops.fsdp.record_grad_output_stream)
-        self.device_type = _PRIVATEUSE1
-        self.stream_id = next(_stream_ids)
-        self.priority = priority
-
-    @property
-    def device(self) -> torch.device:
-        return devices.DEVICES[self.device_index]
-
-    def query(self) -> bool:
-        return True
-
-    def synchronize(self) -> None:
-        return None
-
-    def wait_event(self, event: Event) -> None:
-        return None
-
-    def wait_stream(self, stream: Stream) -> None:
-        return None
-
-    def record_event(self, event: Event | None = None) -> Event:
-        event = event if event is not None else Event()
-        event.record(self)
-        return event
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Stream) and other is self
-
-    def __hash__(self) -> int:
-        return id(self)
-
-    def __repr__(self) -> str:
-        return f"<torch.neuron.Stream device=neuron:{self.device_index} (emulated, synchronous) at {id(self):#x}>"
-
-
-class Event:
-    """An event handle; with synchronous execution every recorded event is complete."""
-
-    def __init__(
-        self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
-    ) -> None:
-        self.enable_timing = enable_timing
-        self._time: float | None = None
-
-    def record(self, stream: Stream | None = None) -> None:
-        import time
-
-        self._time = time.perf_counter()
-
-    def wait(self, stream: Stream | None = None) -> None:
-        return None
-
-    def query(self) -> bool:
-        return True
-
-    def synchronize(self) -> None:
-        return None
-
-    def elapsed_time(self, end_event: Event) -> float:
-        """Milliseconds between this event and `end_event` (both must be recorded)."""
-        if self._time is None or end_event._time is None:
-            raise RuntimeError("both events must be recorded before elapsed_time()")
-        return (end_event._time - self._time) * 1000.0
-
-
-_default_streams: dict[int, Stream] = {}
-_current_streams: dict[int, Stream] = {}
-
-
-def default_stream(device: _DeviceLike = None) -> Stream:
-    """The default stream of `device` (default: the current device)."""
-    index = _index(device)
-    s = _default_streams.get(index)
-    if s is None:
-        s = _default_streams[index] = Stream(index)
-    return s
-
-
-def current_stream(device: _DeviceLike = None) -> Stream:
-    """The stream set by :func:`set_stream` on `device` (its default stream otherwise)."""
-    index = _index(device)
-    s = _current_streams.get(index)
-    return s if s is not None else default_stream(index)
-
-
-def set_stream(stream: Stream) -> None:
-    """Make `stream` current on its device."""
-    if not isinstance(stream, Stream):
-        raise TypeError(f"expected a torch.neuron.Stream, got {type(stream).__name__}")
-    _current_streams[stream.device_index] = stream
-
-
-@contextlib.contextmanager
-def stream(stream: Stream | None):
-    """Context manager that makes `stream` current (and its device, as ``torch.cuda.stream``) for its body."""
-    if stream is None:
-        yield
-        return
-    with device(stream.device_index):
-        prev = current_stream(stream.device_index)
-        set_stream(stream)
-        try:
-            yield
-        finally:
-            set_stream(prev)
-
-
-def wait_stream(stream: Stream) -> None:
-    """Make the current stream wait for `stream`: a no-op under synchronous execution."""
-    return None
 
 
 # ---------------------------------------------------------------- mixed precision

@@ -19,11 +19,12 @@ geometry of an argument. A call then
 The kernel is installed as the PrivateUse1 fallback and, explicitly, for ops
 with a CompositeExplicitAutograd kernel: those would otherwise win over a
 fallback and run their decomposition op by op (slower, and for random ops not
-what the CPU runs).
+what the CPU runs); :mod:`.kernel_keys` registers it (and says on which dispatch key).
 
-The per-op hot path: its helpers stay module-local so a call costs plain local lookups. The
-rare cases live next to it: written arguments re-pointed or grown (:mod:`.written_args`) and
-the refusals of sparse and quantized tensors (:mod:`.layout_refusals`).
+The per-op hot path: its helpers stay module-local so a call costs plain local lookups, and the
+storage path's functions come from the op's :class:`OpInfo` (:mod:`.op_info`). The rare cases
+live next to it: written arguments re-pointed or grown (:mod:`.written_args`) and the refusals
+of sparse and quantized tensors (:mod:`.layout_refusals`).
 """
 
 from __future__ import annotations
@@ -32,119 +33,19 @@ from typing import Any
 
 import torch
 
-from . import accelerator_dtypes, devices, memory, rng, routing, storage
+from . import accelerator_dtypes, devices, memory, rng
 from .layout_refusals import quantized_limit, sparse_limit
+from .op_info import OpInfo, info_for
+from .op_info import infos as _infos
 from .written_args import arg as _arg
 from .written_args import resync as _resync
 from .written_args import run_out as _run_out
 
 _Tensor = torch.Tensor
 _device_cls = torch.device
-_cpu_view = storage.cpu_view
-_fresh_view = storage.fresh_cpu_view
-_to_neuron = storage.to_neuron
 _CPU = torch.device("cpu")
 _generators = rng.generators
 _cpu_generator_of = rng.cpu_generator_of
-
-_COPY_OPS = routing.COPY_OPS
-_CPU_ARGS = routing.CPU_ARGS
-_CPU_RETURNS = routing.CPU_RETURNS
-_RESHAPING_OPS = routing.RESHAPING_OPS
-
-
-class OpInfo:
-    """What the kernel needs to know about one op, read once from its schema."""
-
-    __slots__ = (
-        "name",
-        "write_pos",
-        "write_names",
-        "ret_src",
-        "device_pos",
-        "device_name",
-        "gen_pos",
-        "gen_name",
-        "seeded",
-        "index_pos",
-        "check_devices",
-        "resync",
-        "has_out",
-        "check_out",
-        "arg_names",
-        "single_fresh",
-        "cpu_args",
-        "cpu_returns",
-        "call",
-    )
-
-    def __init__(self, op: torch._ops.OpOverload) -> None:
-        schema = op._schema
-        self.call = op._op  # the C++ callable behind OpOverload.__call__ (one Python frame less)
-        self.name = schema.name
-        self.arg_names = [a.name for a in schema.arguments]
-        self.cpu_returns = _CPU_RETURNS.get(self.name, frozenset())
-        names = _CPU_ARGS.get(self.name, frozenset())
-        self.cpu_args = frozenset({i for i, n in enumerate(self.arg_names) if n in names} | set(names))
-        write_pos: list[int] = []
-        write_names: list[str] = []
-        alias_of: dict[str, tuple[int, str]] = {}
-        self.device_pos = self.device_name = None
-        self.gen_pos = self.gen_name = None
-        self.index_pos: set[Any] = set()
-        self.has_out = False
-        for i, arg in enumerate(schema.arguments):
-            where = arg.name if arg.kwarg_only else i
-            t = str(arg.type)
-            a = arg.alias_info
-            if a is not None and a.is_write:
-                if arg.kwarg_only:
-                    self.has_out = True
-                write_pos.append(i if not arg.kwarg_only else -1)
-                write_names.append(arg.name)
-                for s in a.before_set:
-                    alias_of[s] = (i, arg.name)
-            if t in ("Optional[Device]", "Device"):
-                self.device_pos, self.device_name = where, arg.name
-            elif t == "Optional[Generator]":
-                self.gen_pos, self.gen_name = where, arg.name
-            elif t == "List[Optional[Tensor]]":
-                self.index_pos.add(where)
-        self.write_pos = write_pos
-        self.write_names = write_names
-        ret_src: list[tuple[int, str] | None] = []
-        for r in schema.returns:
-            a = r.alias_info
-            if a is not None and a.is_write:
-                src = None
-                for s in a.before_set:
-                    src = alias_of.get(s, src)
-                ret_src.append(src)
-            else:
-                ret_src.append(None)
-        self.ret_src = ret_src
-        self.single_fresh = (
-            len(ret_src) == 1 and ret_src[0] is None and str(schema.returns[0].type) == "Tensor"
-        )
-        tags = op.tags
-        self.seeded = torch.Tag.nondeterministic_seeded in tags and self.gen_name is None
-        self.check_devices = self.name not in _COPY_OPS
-        # written arguments (out=, in-place self) must be on the device: no 0-dim CPU exemption for them
-        self.check_out = self.check_devices and bool(write_names)
-        self.resync = bool(write_names) and (
-            torch.Tag.inplace_view in tags or self.has_out or self.name in _RESHAPING_OPS
-        )
-
-
-_infos: dict[Any, OpInfo] = {}
-
-
-def info_for(op: Any) -> OpInfo:
-    """The cached :class:`OpInfo` for `op`."""
-    info = _infos.get(op)
-    if info is None:
-        info = _infos[op] = OpInfo(op)
-    return info
 
 
 def device_mismatch(info: OpInfo, where: Any, found: Any = "cpu", expected: int = 0) -> RuntimeError:
@@ -214,7 +115,7 @@ def _convert_one(info: OpInfo, value: Any, where: Any, view: Any, state: list) -
 
 def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
     """Run `op` with the CPU kernel on CPU views of its neuron arguments."""
-    view = _fresh_view if info.resync else _cpu_view
+    view = info.view  # the storage path's CPU view (a fresh one when a written argument may be re-pointed)
     index = -1  # device index of the neuron arguments (-1: none seen yet)
     bad = None  # position of the first argument on another device
     cargs = list(args)
@@ -304,7 +205,7 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
         return None
     try:
         if out.__class__ is _Tensor and info.single_fresh:
-            return out if to_cpu or not out.is_cpu else _to_neuron(out, out_index)
+            return out if to_cpu or not out.is_cpu else info.to_neuron(out, out_index)
         return _wrap(info, out, args, kwargs, to_cpu, out_index)
     except NotImplementedError:
         # A sparse CPU result ("Cannot access storage of SparseTensorImpl") or a quantized one has no
@@ -344,6 +245,7 @@ def _first_misplaced(info: OpInfo, args: tuple, kwargs: dict, index: int) -> Any
 def _wrap(info: OpInfo, out: Any, args: tuple, kwargs: dict, to_cpu: bool, index: int) -> Any:
     if out is None:
         return None
+    _to_neuron = info.to_neuron
     if isinstance(out, _Tensor):
         src = info.ret_src[0] if info.ret_src else None
         if src is not None:
@@ -386,50 +288,3 @@ def fallback_kernel(op: Any, *args: Any, **kwargs: Any) -> Any:
     if info is None:
         info = info_for(op)
     return run(op, info, args, kwargs)
-
-
-# ---------------------------------------------------------------- with the compiled per-op path
-#
-# In native mode (``native.hot_path() == "native"``) the PrivateUse1 kernels are the C++ core's
-# (``csrc/fast_path.cpp``); it hands every call it does not take itself to the PrivateUse3 key,
-# where this module's kernels are registered instead.
-
-_mode = {"key": "PrivateUse1"}  # the dispatch key of this module's kernels
-native_ops: dict[str, None] = {}  # overloads registered through register_generic in native mode
-
-
-def use_native() -> str:
-    """Switch to native mode (at install, before any neuron tensor); returns the key to register on."""
-    global _cpu_view, _fresh_view, _to_neuron
-    storage.use_native()
-    _cpu_view, _fresh_view, _to_neuron = storage.cpu_view, storage.fresh_cpu_view, storage.to_neuron
-    _mode["key"] = "PrivateUse3"
-    return "PrivateUse3"
-
-
-def kernel_key() -> str:
-    """The dispatch key this module's kernels go on: PrivateUse1, or PrivateUse3 in native mode."""
-    return _mode["key"]
-
-
-def register_generic(lib: torch.library.Library, name: str, op: Any) -> None:
-    """Register the generic kernel for overload `name` (``add.Tensor``) of `op` in `lib` (aten IMPL).
-
-    In native mode the compiled kernel takes PrivateUse1 (``registration.register`` registers
-    :data:`native_ops` with the core once all Python kernels are in) and this one PrivateUse3.
-    """
-    if _mode["key"] == "PrivateUse1":
-        lib.impl(name, kernel_for(op), "PrivateUse1")
-    elif name not in native_ops:  # the Python path skips ops that got a PrivateUse1 kernel already
-        lib.impl(name, kernel_for(op), _mode["key"])
-        native_ops[name] = None
-
-
-def kernel_for(op: Any):
-    """An explicit PrivateUse1 kernel for `op` (same behaviour as the fallback)."""
-    info = info_for(op)
-
-    def kernel(*args: Any, **kwargs: Any) -> Any:
-        return run(op, info, args, kwargs)
-
-    return kernel

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from . import fallback, routing, storage
+from .op_info import info_for
 
 _CPU_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 _set_storage = torch.ops.aten.set_.source_Storage_storage_offset
@@ -48,7 +49,7 @@ def set_source_storage_offset(
 
 def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.Tensor:
     """Resize a neuron tensor, moving it to a larger neuron storage (old bytes kept) when it must grow."""
-    c = storage.cpu_view(self)
+    c = storage.active().cpu_view(self)
     try:
         c.resize_(size, memory_format=memory_format)
     except RuntimeError as e:
@@ -56,12 +57,12 @@ def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.T
             raise
         need = torch.empty(size, dtype=self.dtype, device="meta").untyped_storage().nbytes()
         need += self.storage_offset() * self.element_size()
-        old = storage.cpu_view(self).untyped_storage()
+        old = storage.active().cpu_view(self).untyped_storage()
         fresh = torch.UntypedStorage(max(need, old.nbytes()))
         fresh[: old.nbytes()].copy_(old)
         c = torch.empty(0, dtype=self.dtype).set_(fresh, self.storage_offset(), self.shape, self.stride())
         c.resize_(size, memory_format=memory_format)
-    st = storage.neuron_storage_for(c.untyped_storage(), self.get_device())
+    st = storage.active().neuron_storage_for(c.untyped_storage(), self.get_device())
     storage.set_geometry(self, st, c.storage_offset(), c.shape, c.stride())
     return self
 
@@ -76,7 +77,7 @@ def _view_kernel(op: Any):
 
     def kernel(self: torch.Tensor, *args: Any) -> Any:
         if self.is_cpu:
-            raise fallback.device_mismatch(fallback.info_for(op), 0)
+            raise fallback.device_mismatch(info_for(op), 0)
         return handle.redispatch_boxed(_CPU_KEYSET, self, *args)
 
     kernel.__name__ = f"neuron_{name.split('::')[-1]}"

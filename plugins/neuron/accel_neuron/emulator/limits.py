@@ -53,7 +53,7 @@ def _patch_storage() -> None:
                     if oom is None:
                         raise
                     raise oom from None
-                return storage.neuron_storage_for(cpu, index)
+                return storage.active().neuron_storage_for(cpu, index)
             return base_new(cls, *args, device=device, **kwargs)
         return base_new(cls, *args, **kwargs)
 
@@ -63,7 +63,7 @@ def _patch_storage() -> None:
 
     def resize_(self: torch.UntypedStorage, size: int) -> torch.UntypedStorage:
         if self.device.type == "neuron":
-            storage.resize_storage(self, int(size))
+            storage.active().resize_storage(self, int(size))
             return self
         return base_resize(self, size)
 

@@ -8,7 +8,19 @@ from __future__ import annotations
 
 import torch
 
-from . import device_module, devices, fallback, memory, native, rng, routing
+from . import (
+    compiled_storage,
+    device_module,
+    devices,
+    fallback,
+    kernel_keys,
+    memory,
+    native,
+    python_storage,
+    rng,
+    routing,
+    storage,
+)
 
 _libs: list[torch.library.Library] = []  # kept alive: dropping a Library unregisters its kernels
 
@@ -89,12 +101,14 @@ def register(count: int, source: str) -> None:
     rng.install(count)
     memory.ensure(count)
     compiled = native.hot_path(count) == "native"
+    # The one choice of who keeps the storage bookkeeping, made before any neuron tensor exists:
+    # with the compiled path the C++ core does, for storages made on either path.
+    storage.select(compiled_storage.path() if compiled else python_storage.PATH)
     if compiled:
-        # The C++ core keeps the storage bookkeeping, for storages made on either path.
-        fallback.use_native()
+        kernel_keys.use_compiled_path()
         memory.use_native(native)
-        device_module._native_used = native.device_used
-    key = fallback.kernel_key()
+        device_module.read_first_use_from(native.device_used)
+    key = kernel_keys.kernel_key()
 
     lib = torch.library.Library("_", "IMPL")
     lib.fallback(fallback.fallback_kernel, key)
@@ -116,7 +130,7 @@ def register(count: int, source: str) -> None:
             op = _overload(qualname)
         except AttributeError:
             continue
-        fallback.register_generic(aten, short, op)
+        kernel_keys.register_generic(aten, short, op)
 
     from . import autocast_policy, compile, composite_overrides, flex_attention, limits, stream_ops
 
@@ -125,7 +139,7 @@ def register(count: int, source: str) -> None:
     if compiled:
         has = torch._C._dispatch_has_kernel_for_dispatch_key
         # an op given a Python PrivateUse1 kernel after its generic one keeps it, as on the Python path
-        explicit = sorted({n for n in fallback.native_ops if not has(f"aten::{n}", "PrivateUse1")})
+        explicit = sorted({n for n in kernel_keys.native_ops if not has(f"aten::{n}", "PrivateUse1")})
         python_only, copies, views = routing.compiled_path_tables()
         native.enable_fast_path(python_only, copies, views, explicit + views)
     _libs.extend(autocast_policy.register())

@@ -1,323 +1,90 @@
-"""Neuron storages backed by CPU memory, and the tensors that view them.
+"""Neuron storages and the tensors that view them: which implementation keeps them, chosen once.
 
-A neuron tensor here is a real PrivateUse1 tensor whose storage points at CPU
-memory. The CPU memory is owned by a CPU storage kept alive as an attribute of
-the neuron storage's Python object (PyTorch preserves that object for as long
-as the C++ storage lives, across views, ``detach`` and ``nn.Parameter``).
+A neuron tensor is a real PrivateUse1 tensor whose storage points at CPU memory. Kernels never
+touch its data directly: they get a zero-copy CPU view over a *non-resizable* CPU storage that
+aliases the same memory, and map CPU results back to neuron tensors over the same memory. Two
+implementations keep the bookkeeping (the CPU alias, memory statistics, the data-pointer map):
 
-Kernels never touch the neuron tensor's data directly: they get a zero-copy
-CPU view (:func:`cpu_view`) over a *non-resizable* CPU storage aliasing the
-same memory, so a CPU kernel can never reallocate memory under a neuron
-storage. CPU results are mapped back with :func:`to_neuron`: memory that
-already belongs to a neuron storage (views, in-place results) is re-viewed
-from that storage; new memory gets a new neuron storage.
+* ``native``: the C++ core (``csrc/fast_path.cpp``, :mod:`.compiled_storage`), with the
+  compiled per-op path, so storages made by the compiled and by the Python kernel are one kind;
+* ``python``: :mod:`.python_storage`, when the compiled path is off
+  (``ACCEL_NEURON_EMULATOR_HOT_PATH=python``, or no C++ compiler).
+
+Each is a :class:`StoragePath`. ``install()`` selects one (:func:`select`, once, before any
+neuron tensor exists) and every caller reaches it through :func:`active`: there is no
+module-level ``to_neuron`` to import, so no caller can keep the other implementation (as a
+``from .storage import to_neuron`` made before a mode switch once did). A hot path reads the
+functions it needs once, after install (``OpInfo`` does, per op).
 """
 
 from __future__ import annotations
 
-import ctypes
-import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
-from . import device_module, devices, memory
-from .autograd_threads import run_backward_in_caller_thread
+from .errors import EmulatorError
 
-_construct_storage = torch._C._construct_storage_from_data_pointer
-_create_empty = torch._C._acc.create_empty_tensor
-_set_storage = torch.ops.aten.set_.source_Storage_storage_offset
-_redispatch_set = _set_storage._handle.redispatch_boxed
-_cpu_empty = torch.empty
-_EMPTY_SHAPE = (0,)
-_set_conj = torch._C._set_conj
-_set_neg = torch._C._set_neg
 _CPU_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
-_CPU = torch.device("cpu")
-
-_NEURON = devices.DEVICES  # neuron:0 .. neuron:N-1, filled by install() once PrivateUse1 is named "neuron"
-
-# data pointer of a CPU allocation -> weak reference to the neuron storage over it
-_by_ptr: dict[int, weakref.ref] = {}
-_VIEW_CACHE_SIZE = 8  # CPU views kept per storage, by geometry
+_redispatch_set = torch.ops.aten.set_.source_Storage_storage_offset._handle.redispatch_boxed
 
 
-def _on_free(alloc: list):
-    """Weakref callback for a storage whose allocation is ``alloc`` = [ptr, nbytes, index] (resize_ edits it)."""
+@dataclass(frozen=True, slots=True)
+class StoragePath:
+    """One implementation of the neuron storage bookkeeping: the functions every caller uses.
 
-    def freed(ref: weakref.ref) -> None:
-        ptr, nbytes, index = alloc
-        if _by_ptr.get(ptr) is ref:
-            del _by_ptr[ptr]
-        if nbytes:
-            memory.free(nbytes, index)
-
-    return freed
-
-
-def _track(st: torch.UntypedStorage, ptr: int, nbytes: int, index: int, count: bool = True) -> None:
-    """Map `ptr` to `st`, count its allocation (`count`), and free it when `st` goes."""
-    alloc = [ptr, nbytes, index]
-    ref = weakref.ref(st, _on_free(alloc))
-    st._emu_track = (alloc, ref)
-    _by_ptr[ptr] = ref
-    if count:
-        memory.allocate(nbytes, index)
-
-
-def _new_storage_over(
-    cpu_storage: torch.UntypedStorage, ptr: int, nbytes: int, index: int = 0
-) -> torch.UntypedStorage:
-    memory.check(nbytes, index)  # torch.OutOfMemoryError past the device's memory, before anything is kept
-    st = _construct_storage(ptr, _NEURON[index], nbytes)
-    # A non-resizable CPU alias of the same memory, handed to CPU kernels; it keeps the owner alive.
-    alias = _construct_storage(ptr, _CPU, nbytes)
-    alias._emu_owner = getattr(cpu_storage, "_emu_owner", cpu_storage)
-    st._emu_cpu = alias
-    st._emu_views = {}
-    st._emu_index = index
-    run_backward_in_caller_thread()
-    if nbytes:
-        _track(st, ptr, nbytes, index)
-        if not device_module.is_initialized():
-            device_module.set_initialized(True)  # first use of the device, as CUDA's lazy init
-    return st
-
-
-def resize_storage(st: torch.UntypedStorage, nbytes: int) -> None:
-    """``UntypedStorage.resize_`` for a neuron storage: new memory (old bytes kept), same storage object.
-
-    FSDP frees and re-allocates parameter memory this way (``resize_(0)``, ``resize_(n)``) while
-    tensors keep viewing the storage. The old memory is handed to a placeholder storage (data
-    pointers swapped), counted as freed when the placeholder goes; new memory comes from a
-    fresh neuron storage the same way.
+    ``to_neuron(c, index)``: a neuron tensor over the memory of CPU tensor `c` (zero-copy;
+    memory that already backs a neuron storage stays on that storage's device, new memory
+    becomes a storage on device `index`). ``cpu_view(t)``: a zero-copy CPU tensor over neuron
+    tensor `t` (possibly cached: do not change its metadata). ``fresh_cpu_view(t)``: the same, a
+    new tensor the caller may re-point or resize. ``neuron_storage_for(cpu_storage, index=0)``:
+    the neuron storage over that CPU memory, made on device `index` if there is none.
+    ``resize_storage(st, nbytes)``: ``UntypedStorage.resize_`` for a neuron storage (new
+    memory, old bytes kept, same storage object).
     """
-    old_n = st.nbytes()
-    if nbytes == old_n:
-        return
-    index = st.device.index or 0
-    old_cpu = st._emu_cpu if hasattr(st, "_emu_cpu") else _adopt(st)
-    old_ptr = st.data_ptr()
-    track = getattr(st, "_emu_track", None)
-    held = None
-    if old_n:
-        held = _construct_storage(0, _NEURON[index], 0)
-        st._swap_data_ptr_(held)  # `held` now owns the old memory
-        held._emu_cpu = old_cpu
-        if track is not None:
-            track[0][:] = [0, 0, index]
-        _track(held, old_ptr, old_n, index, count=False)  # counted as freed when `held` goes
-    if nbytes:
-        cpu = torch._C.StorageBase.__new__(torch.UntypedStorage, nbytes)  # CPU memory, unpatched constructor
-        keep = min(nbytes, old_n)
-        if keep:
-            cpu[:keep].copy_(old_cpu[:keep])
-        ptr = cpu.data_ptr()
-        fresh = _new_storage_over(cpu, ptr, nbytes, index)  # counts the allocation
-        st._swap_data_ptr_(fresh)
-        st._emu_cpu = fresh._emu_cpu
-        fresh._emu_track[0][:] = [0, 0, index]
-        if track is not None:
-            track[0][:] = [ptr, nbytes, index]
-            _by_ptr[ptr] = track[1]
-        else:
-            _track(st, ptr, nbytes, index, count=False)
-    else:
-        st._emu_cpu = torch._C.StorageBase.__new__(torch.UntypedStorage, 0)
-    st._emu_views = {}
-    del held
+
+    name: str
+    to_neuron: Callable[[torch.Tensor, int], torch.Tensor]
+    cpu_view: Callable[[torch.Tensor], torch.Tensor]
+    fresh_cpu_view: Callable[[torch.Tensor], torch.Tensor]
+    neuron_storage_for: Callable[..., torch.UntypedStorage]
+    resize_storage: Callable[[torch.UntypedStorage, int], None]
 
 
-def neuron_storage_for(cpu_storage: torch.UntypedStorage, index: int = 0) -> torch.UntypedStorage:
-    """Return the neuron storage over the memory of `cpu_storage`, creating one on device `index` if needed."""
-    ptr = cpu_storage.data_ptr()
-    nbytes = cpu_storage.nbytes()
-    ref = _by_ptr.get(ptr)
-    if ref is not None:
-        existing = ref()
-        if existing is not None and existing.nbytes() >= nbytes:
-            return existing
-    return _new_storage_over(cpu_storage, ptr, nbytes, index)
+_active: StoragePath | None = None
+
+
+def select(path: StoragePath) -> None:
+    """Make `path` this process's storage path (``install()`` does, once, before any neuron tensor).
+
+    Selecting the path already selected again changes nothing; another one raises
+    :class:`EmulatorError`: storages made by one implementation are not the other's kind.
+    """
+    global _active
+    if _active is not None and _active is not path:
+        raise EmulatorError(
+            f"the neuron emulator's storage path is already {_active.name!r}; {path.name!r} was asked "
+            "for. It is chosen once per process, at install (ACCEL_NEURON_EMULATOR_HOT_PATH): set "
+            "that before the first install instead of switching afterwards."
+        )
+    _active = path
+
+
+def active() -> StoragePath:
+    """The storage path ``install()`` selected; :class:`EmulatorError` before install."""
+    if _active is None:
+        raise EmulatorError(
+            "no neuron storage path is selected: the neuron emulator is not installed in this "
+            "process; call accel_neuron.emulator.install() (or select the 'neuron' backend) first"
+        )
+    return _active
 
 
 def set_geometry(t: torch.Tensor, st: torch.UntypedStorage, offset: int, size, stride) -> torch.Tensor:
-    """Point neuron tensor `t` at neuron storage `st` with the given geometry (CPU redispatch of set_)."""
+    """Point neuron tensor `t` at neuron storage `st` with the given geometry (CPU redispatch of set_).
+
+    The same on both paths: PyTorch's own ``set_`` kernel, below the PrivateUse1 key.
+    """
     _redispatch_set(_CPU_KEYSET, t, st, offset, size, stride)
     return t
-
-
-def to_neuron(c: torch.Tensor, index: int = 0) -> torch.Tensor:
-    """Map a CPU result tensor to a neuron tensor over the same memory (zero-copy).
-
-    Memory that already backs a neuron storage (a view, an in-place result) stays on that
-    storage's device; new memory becomes a storage on device `index`.
-    """
-    if c.is_quantized:  # NotImplementedError, as the C++ core's: fallback.py names the op and the source
-        raise NotImplementedError("the neuron device holds no quantized tensors")
-    cst = c.untyped_storage()
-    ptr = cst.data_ptr()
-    ref = _by_ptr.get(ptr)
-    st = ref() if ref is not None else None
-    if st is None or st.nbytes() < cst.nbytes():
-        st = _new_storage_over(cst, ptr, cst.nbytes(), index)
-    else:
-        index = st._emu_index
-    dtype, offset, size, stride = c.dtype, c.storage_offset(), c.shape, c.stride()
-    t = _create_empty(_EMPTY_SHAPE, dtype) if index == 0 else _empty_on(index, dtype)
-    _redispatch_set(_CPU_KEYSET, t, st, offset, size, stride)
-    conj, neg = c.is_conj(), c.is_neg()
-    if conj:
-        _set_conj(t, True)
-    if neg:
-        _set_neg(t, True)
-    if not (conj or neg):
-        # `c` is a CPU view of `t` already: the next op that reads `t` (usually the very next
-        # one) gets it from the view cache instead of building one.
-        cache = st._emu_views
-        if len(cache) < _VIEW_CACHE_SIZE:
-            cache.setdefault((dtype, size, stride, offset), c)
-    return t
-
-
-# ---------------------------------------------------------------- tensors on neuron:1 and up
-#
-# PyTorch's Python backend API makes empty PrivateUse1 tensors on index 0 only
-# (``torch._C._acc.create_empty_tensor``), and a tensor's storage can only be replaced by one
-# on the same device. For index i > 0 the emulator keeps one empty "base" tensor per
-# (index, dtype) and aliases it below autograd (a new TensorImpl on neuron:i with its own
-# version counter), which ``set_`` then points at the real storage. The first base of a
-# device comes from DLPack: a CPU tensor's capsule relabelled as the extension device
-# ``kDLExtDev``:i, which PyTorch imports as PrivateUse1 index i.
-
-_KDL_EXT_DEV = 12  # DLDeviceType kDLExtDev
-_DLTENSOR_DEVICE_OFFSET = 8  # DLTensor: void* data, then DLDevice {int32 device_type, int32 device_id}
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_alias = torch.ops.aten.alias.default._handle.redispatch_boxed
-_view_dtype = torch.ops.aten.view.dtype._handle.redispatch_boxed
-_PU1_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.PrivateUse1)
-_bases: dict[tuple[int, torch.dtype], torch.Tensor] = {}
-
-
-def _device_base(index: int) -> torch.Tensor:
-    """An empty float32 tensor on neuron:`index`, imported through DLPack."""
-    capsule = torch._C._to_dlpack(torch.empty(0))
-    device = (ctypes.c_int32 * 2).from_address(
-        _capsule_pointer(capsule, b"dltensor") + _DLTENSOR_DEVICE_OFFSET
-    )
-    device[0], device[1] = _KDL_EXT_DEV, index
-    base = torch._C._from_dlpack(capsule)
-    if base.device != _NEURON[index]:  # pragma: no cover - a PyTorch upgrade changed DLPack import
-        from .errors import EmulatorError
-
-        raise EmulatorError(
-            f"cannot make tensors on neuron:{index}: PyTorch imported a kDLExtDev DLPack tensor as "
-            f"{base.device}; this emulator needs PyTorch 2.13's DLPack import (kDLExtDev -> PrivateUse1)"
-        )
-    return base
-
-
-def _empty_on(index: int, dtype: torch.dtype) -> torch.Tensor:
-    """A new empty neuron tensor of `dtype` on device `index` (> 0), ready for :func:`set_geometry`."""
-    base = _bases.get((index, dtype))
-    if base is None:
-        base32 = _bases.get((index, torch.float32))
-        if base32 is None:
-            base32 = _bases[(index, torch.float32)] = _device_base(index)
-        base = _bases[(index, dtype)] = _alias(_PU1_KEYSET, _view_dtype(_CPU_KEYSET, base32, dtype))
-    return _alias(_PU1_KEYSET, base)
-
-
-def cpu_view(t: torch.Tensor) -> torch.Tensor:
-    """A zero-copy CPU tensor over the memory of neuron tensor `t`, same geometry and dtype.
-
-    Views are cached per storage by geometry (the memory behind a neuron storage never moves),
-    so callers must not change a returned view's metadata; use :func:`fresh_cpu_view` for that.
-    """
-    st = t.untyped_storage()
-    try:
-        cache = st._emu_views
-    except AttributeError:
-        return fresh_cpu_view(t)
-    if t.is_conj() or t.is_neg():
-        return fresh_cpu_view(t)
-    dtype = t.dtype
-    size = t.shape
-    stride = t.stride()
-    offset = t.storage_offset()
-    key = (dtype, size, stride, offset)
-    c = cache.get(key)
-    if c is None:
-        c = _cpu_empty(0, dtype=dtype).set_(st._emu_cpu, offset, size, stride)
-        if len(cache) < _VIEW_CACHE_SIZE:
-            cache[key] = c
-    return c
-
-
-def fresh_cpu_view(t: torch.Tensor) -> torch.Tensor:
-    """Like :func:`cpu_view`, but a new CPU tensor the caller may re-point or resize."""
-    st = t.untyped_storage()
-    try:
-        alias = st._emu_cpu
-    except AttributeError:
-        alias = _adopt(st)
-    c = _cpu_empty(0, dtype=t.dtype).set_(alias, t.storage_offset(), t.shape, t.stride())
-    if t.is_conj():
-        _set_conj(c, True)  # lazy conjugation / negation bits travel with the view
-    if t.is_neg():
-        _set_neg(c, True)
-    return c
-
-
-def _adopt(st: torch.UntypedStorage) -> torch.UntypedStorage:
-    """CPU alias for a neuron storage that the emulator did not create (only empty placeholders)."""
-    if st.nbytes() == 0:
-        alias = torch.UntypedStorage(0)
-        st._emu_cpu = alias
-        return alias
-    from .errors import EmulatorError
-
-    raise EmulatorError(
-        "found a neuron storage with no CPU memory behind it; it was not created by the neuron "
-        "emulator (a C++ extension or an unsupported constructor made it)"
-    )
-
-
-# ---------------------------------------------------------------- native mode
-#
-# With the compiled per-op path (``native.hot_path() == "native"``) the C++ core owns the
-# bookkeeping of every neuron storage (``csrc/fast_path.cpp``): the CPU alias, the memory
-# statistics and the data-pointer map live in the DataPtr context of the storage, so storages made
-# by the compiled kernel and by the Python kernel are the same kind. :func:`use_native` rebinds this
-# module's entry points to the core; the Python implementations above serve the ``python`` path.
-
-
-def use_native() -> None:
-    """Route this module's entry points to the C++ core (once, at install, before any neuron tensor)."""
-    ops = torch.ops.accel_neuron_emu
-    native_to_neuron = ops.to_neuron.default._op
-    native_cpu_view = ops.cpu_view.default._op
-    native_resize = ops.resize_storage.default._op
-
-    def to_neuron_native(c: torch.Tensor, index: int = 0) -> torch.Tensor:
-        """Map a CPU result tensor to a neuron tensor over the same memory (C++ core)."""
-        return native_to_neuron(c, index)
-
-    def neuron_storage_for_native(cpu_storage: torch.UntypedStorage, index: int = 0) -> torch.UntypedStorage:
-        """The neuron storage over the memory of `cpu_storage` (C++ core)."""
-        c = _cpu_empty(0, dtype=torch.uint8).set_(cpu_storage, 0, (cpu_storage.nbytes(),), (1,))
-        return native_to_neuron(c, index).untyped_storage()
-
-    def resize_storage_native(st: torch.UntypedStorage, nbytes: int) -> None:
-        """``UntypedStorage.resize_`` for a neuron storage (C++ core: new memory, old bytes kept)."""
-        index = st.device.index or 0
-        holder = native_to_neuron(_cpu_empty(0, dtype=torch.uint8), index)
-        set_geometry(holder, st, 0, (0,), (1,))
-        native_resize(holder, nbytes)
-
-    g = globals()
-    g["to_neuron"] = to_neuron_native
-    g["cpu_view"] = native_cpu_view
-    g["fresh_cpu_view"] = native_cpu_view
-    g["neuron_storage_for"] = neuron_storage_for_native
-    g["resize_storage"] = resize_storage_native

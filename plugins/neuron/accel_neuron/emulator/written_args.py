@@ -13,7 +13,7 @@ import torch
 from . import storage
 
 if TYPE_CHECKING:
-    from .fallback import OpInfo
+    from .op_info import OpInfo
 
 _Tensor = torch.Tensor
 
@@ -45,7 +45,7 @@ def _follow(n: torch.Tensor, c: torch.Tensor) -> None:
         or n.stride() != c.stride()
         or n.storage_offset() != c.storage_offset()
     ):
-        st = storage.neuron_storage_for(cst, n.get_device())
+        st = storage.active().neuron_storage_for(cst, n.get_device())
         storage.set_geometry(n, st, c.storage_offset(), c.shape, c.stride())
 
 

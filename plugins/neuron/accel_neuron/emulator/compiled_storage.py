@@ -1,0 +1,45 @@
+"""The ``native`` storage path: the C++ core keeps every neuron storage's bookkeeping.
+
+With the compiled per-op path (``native.hot_path() == "native"``) the C++ core
+(``csrc/fast_path.cpp``) owns the CPU alias, the memory statistics and the data-pointer map of
+every neuron storage, in the DataPtr context of the storage, so storages made by the compiled
+kernel and by the Python kernel are the same kind. :func:`path` builds the
+:class:`.storage.StoragePath` over the core's operators, for :func:`.storage.select`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .storage import StoragePath, set_geometry
+
+_cpu_empty = torch.empty
+
+
+def path() -> StoragePath:
+    """The C++ core's storage path (its library must be loaded: ``torch.ops.accel_neuron_emu``)."""
+    ops = torch.ops.accel_neuron_emu
+    native_to_neuron = ops.to_neuron.default._op
+    native_cpu_view = ops.cpu_view.default._op
+    native_resize = ops.resize_storage.default._op
+
+    def neuron_storage_for(cpu_storage: torch.UntypedStorage, index: int = 0) -> torch.UntypedStorage:
+        """The neuron storage over the memory of `cpu_storage` (C++ core)."""
+        c = _cpu_empty(0, dtype=torch.uint8).set_(cpu_storage, 0, (cpu_storage.nbytes(),), (1,))
+        return native_to_neuron(c, index).untyped_storage()
+
+    def resize_storage(st: torch.UntypedStorage, nbytes: int) -> None:
+        """``UntypedStorage.resize_`` for a neuron storage (C++ core: new memory, old bytes kept)."""
+        index = st.device.index or 0
+        holder = native_to_neuron(_cpu_empty(0, dtype=torch.uint8), index)
+        set_geometry(holder, st, 0, (0,), (1,))
+        native_resize(holder, nbytes)
+
+    return StoragePath(
+        name="native",
+        to_neuron=native_to_neuron,
+        cpu_view=native_cpu_view,  # the core makes a new view every time: one function serves both
+        fresh_cpu_view=native_cpu_view,
+        neuron_storage_for=neuron_storage_for,
+        resize_storage=resize_storage,
+    )
