@@ -22,18 +22,22 @@ _DeviceLike = int | str | torch.device | None
 _index = devices.index_of
 
 _PRIVATEUSE1 = int(torch._C._autograd.DeviceType.PrivateUse1)
-_stream_ids = itertools.count()
+_stream_ids = itertools.count(1)  # 0 is c10's id of a device's default stream
 
 
-class Stream:
-    """A stream handle. Execution is synchronous, so waiting and recording do nothing."""
+class Stream(torch.Stream):
+    """A stream handle. Execution is synchronous, so waiting and recording do nothing.
+
+    A ``torch.Stream`` (as ``torch.cuda.Stream`` and every in-tree device's stream are), so the
+    APIs that take one accept it: ``Tensor.record_stream(stream)`` (FSDP calls it on every
+    unsharded parameter), ``torch.ops.fsdp.record_grad_output_stream``. Its ``device_type`` is
+    c10's PrivateUse1 number and each stream gets an id of its own.
+    """
+
+    def __new__(cls, device: _DeviceLike = None, priority: int = 0, **kwargs: Any) -> Stream:
+        return super().__new__(cls, stream_id=next(_stream_ids), device_index=_index(device), device_type=_PRIVATEUSE1)
 
     def __init__(self, device: _DeviceLike = None, priority: int = 0, **kwargs: Any) -> None:
-        self.device_index = _index(device)
-        # as torch.Stream: c10's DeviceType number and an id (FSDP2 in torch 2.15 passes both to
-        # torch.ops.fsdp.record_grad_output_stream)
-        self.device_type = _PRIVATEUSE1
-        self.stream_id = next(_stream_ids)
         self.priority = priority
 
     @property
