@@ -37,8 +37,9 @@ PATCH_SCENARIOS = {
 FIXED_UPSTREAM = {"0007": (2, 14)}
 
 #: patch number -> the releases (major, minor) whose series carries it so far: a patch written for
-#: one release and not yet ported to the newer series (patches/README.md says which).
-ONLY_IN = {"0016": {(2, 13)}}
+#: one release and not yet ported to the newer series (patches/README.md says which). None now:
+#: 0016 and 0017 were ported to 2.14.1 and 2.15.0.
+ONLY_IN: dict[str, set[tuple[int, int]]] = {}
 
 #: A CUDA build of torch (the registry's Linux wheels from 2.14 on here) takes some CUDA-only paths
 #: by build, not by device: there a patch's bug shows differently, or not at all.
