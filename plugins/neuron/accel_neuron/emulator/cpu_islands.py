@@ -119,19 +119,19 @@ class _Island(torch.autograd.Function):
         with torch.enable_grad():
             out = call.run_cpu(cpu_in)
         flat, spec = pytree.tree_flatten(out)
-        ctx.cpu_in = [c if c.requires_grad and c.is_leaf else None for c in cpu_in]
-        ctx.cpu_out = flat
+        grad_in = [c if c.requires_grad and c.is_leaf else None for c in cpu_in]
         ctx.n_saved = len(tensors)
         # Version counters of the inputs: in-place changes after forward are caught in backward.
         if torch._C._autograd._top_saved_tensors_default_hooks(False) is None:
             # The CPU graph's ends go with the node's saved tensors: the engine frees them after a
             # backward unless retain_graph=True, as it frees the CPU's own saved tensors.
-            ctx.in_slots = [i for i, c in enumerate(ctx.cpu_in) if c is not None]
+            ctx.in_slots = [i for i, c in enumerate(grad_in) if c is not None]
             ctx.out_slots = [i for i, c in enumerate(flat) if isinstance(c, _Tensor)]
-            ctx.save_for_backward(*tensors, *(cpu_in[i] for i in ctx.in_slots), *(flat[i] for i in ctx.out_slots))
-            ctx.cpu_in, ctx.cpu_out = len(ctx.cpu_in), len(flat)  # only the sizes stay on the node
+            ctx.sizes = (len(grad_in), len(flat))
+            ctx.save_for_backward(*tensors, *(grad_in[i] for i in ctx.in_slots), *(flat[i] for i in ctx.out_slots))
         else:  # hooks would pack the CPU graph's tensors: keep them here, freed by the first backward
             ctx.in_slots = None
+            ctx.cpu_in, ctx.cpu_out = grad_in, flat
             ctx.save_for_backward(*tensors)
         result = [_neuron(c, call.index) for c in flat]
         ctx.index = call.index
@@ -169,10 +169,10 @@ def _graph_ends(ctx: Any, saved: tuple) -> tuple[list, list]:
     if ctx.in_slots is None:
         return ctx.cpu_in, ctx.cpu_out
     graph = iter(saved[ctx.n_saved :])
-    cpu_in: list[Any] = [None] * ctx.cpu_in
+    cpu_in: list[Any] = [None] * ctx.sizes[0]
     for i in ctx.in_slots:
         cpu_in[i] = next(graph)
-    cpu_out: list[Any] = [None] * ctx.cpu_out
+    cpu_out: list[Any] = [None] * ctx.sizes[1]
     for i in ctx.out_slots:
         cpu_out[i] = next(graph)
     return cpu_in, cpu_out
