@@ -546,6 +546,28 @@ def fused_optimizer_metadata(device: str) -> dict[str, Any]:
     return {"listed": listed, "fused_adam_same_as_cpu": torch.equal(train(device), train("cpu"))}
 
 
+@scenario
+def group_norm_memory_format_skip(device: str) -> dict[str, Any]:
+    """Whether module_db skips GroupNorm's test_memory_format on the device; a channels_last input's
+    gradient layout there and on the CPU (the device split the skip stands for)."""
+    from torch.testing._internal.common_modules import module_db
+
+    [info] = [m for m in module_db if m.module_cls is torch.nn.GroupNorm]
+    skipped = any(
+        d.is_active("TestModule", "test_memory_format", device, torch.float32, {})
+        for d in info.decorators
+        if any("skip" in getattr(f, "__qualname__", "") for f in d.decorators)
+    )
+
+    def grad_is_channels_last(dev: str) -> bool:
+        x = torch.randn(2, 6, 4, 4).to(dev).to(memory_format=torch.channels_last).requires_grad_()
+        y = torch.nn.GroupNorm(3, 6).to(dev)(x)
+        (grad,) = torch.autograd.grad(y, x, torch.rand_like(y))
+        return grad.is_contiguous(memory_format=torch.channels_last)
+
+    return {"skipped": skipped, "grad_channels_last": grad_is_channels_last(device), "cpu": grad_is_channels_last("cpu")}
+
+
 # ----------------------------------------------------------------------------- main
 
 

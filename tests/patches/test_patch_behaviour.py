@@ -29,6 +29,7 @@ PATCH_SCENARIOS = {
     "0012": "linear_cross_entropy_accumulation",
     "0015": "flex_attention_device",
     "0016": "fused_optimizer_metadata",
+    "0018": "group_norm_memory_format_skip",
 }
 
 #: patch number -> the first torch release (major, minor) that behaves as the patch makes it
@@ -37,8 +38,9 @@ PATCH_SCENARIOS = {
 FIXED_UPSTREAM = {"0007": (2, 14)}
 
 #: patch number -> the releases (major, minor) whose series carries it so far: a patch written for
-#: one release and not yet ported to the newer series (patches/README.md says which).
-ONLY_IN = {"0016": {(2, 13)}}
+#: one release and not yet ported to the newer series (patches/README.md says which). 0016 and 0017
+#: were ported to 2.14.1 and 2.15.0; 0018 is 2.13.0's only so far.
+ONLY_IN: dict[str, set[tuple[int, int]]] = {"0018": {(2, 13)}}
 
 #: A CUDA build of torch (the registry's Linux wheels from 2.14 on here) takes some CUDA-only paths
 #: by build, not by device: there a patch's bug shows differently, or not at all.
@@ -219,6 +221,16 @@ def test_0016_optimizer_test_metadata_lists_fused_support_on_the_accelerator(sce
     assert patched["listed"] == {"Adam": True, "AdamW": True, "SGD": True}
     # what the metadata now makes test_optim.py test holds: fused Adam on the device is the CPU's, bit for bit
     assert stock["fused_adam_same_as_cpu"] is patched["fused_adam_same_as_cpu"] is True
+
+
+def test_0018_group_norm_module_metadata_skips_the_memory_format_test_on_the_accelerator(scenarios) -> None:
+    if not carried("0018"):
+        pytest.skip(f"the series for torch {torch.__version__} does not carry 0018 yet")
+    stock, patched = scenarios.observe("neuron", "group_norm_memory_format_skip")
+    assert (stock["skipped"], patched["skipped"]) == (False, True)
+    # the device split the skip stands for: the gradient is contiguous on the device, channels_last on the CPU
+    assert stock["grad_channels_last"] is patched["grad_channels_last"] is False
+    assert stock["cpu"] is patched["cpu"] is True
 
 
 @pytest.mark.parametrize("name", scenario_names())

@@ -76,3 +76,9 @@ def test_only_the_patches_of_the_files_asked_for_are_applied(series, tmp_path: P
     (tmp_path / "partial" / "test" / "nn").mkdir(parents=True)
     [result] = apply_to_tree(series, tmp_path / "partial", ["test/nn/test_dropout.py"])
     assert (result.patch[:4], result.state) == ("0017", "not needed")
+
+
+@pytest.mark.parametrize("release", ["2.13.0", "2.14.1", "2.15.0"])
+def test_every_release_series_carries_the_test_expectation_patches(release: str) -> None:
+    kinds = {p.name[:4]: p.kind for p in load_series(release).all_patches}
+    assert (kinds.get("0016"), kinds.get("0017")) == ("wheel", "tests")

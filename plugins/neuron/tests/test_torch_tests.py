@@ -87,3 +87,57 @@ def test_0017s_claim_a_neuron_convolution_selects_overrideable_and_an_empty_one_
     assert selected(2, neuron_emulator) == backend.Overrideable
     assert selected(0, neuron_emulator) == backend.Empty
     assert selected(2, torch.device("cpu")) not in (backend.Overrideable, backend.Empty)
+
+
+def test_a_class_not_instantiated_per_device_keeps_pytorchs_own_test_names() -> None:
+    # TestPoolingNN is a plain TestCase that runs on both legs; "_cpu" ends its own method name
+    cpu = {"nn.test_pooling.TestPoolingNN::test_max_unpool2d_nhwc_cpu": ("passed", "")}
+    neuron = {"nn.test_pooling.TestPoolingNN::test_max_unpool2d_nhwc_cpu": ("passed", "")}
+    assert suite.generic_id("m.TestPoolingNN::test_max_unpool2d_nhwc_cpu", "cpu") == (
+        "m.TestPoolingNN::test_max_unpool2d_nhwc_cpu"
+    )
+    assert suite.compare(cpu, neuron)["cpu_pass_neuron_fail"] == []
+
+
+def test_the_documented_status_is_the_one_of_the_operator_the_message_is_about() -> None:
+    table = suite.trainium_ops()
+    message = (
+        "NeuronUnsupportedError: aten::_empty_affine_quantized: a quantized tensor (quantize_per_tensor, "
+        "quantize_per_channel, empty quantiz"
+    )
+    why = suite.documented(message, table)
+    assert why is not None and why.startswith("_empty_affine_quantized: N (AWS Neuron docs")
+
+
+def test_a_sparse_refusal_is_listed_as_an_open_emulator_limit_not_as_a_trainium_fact() -> None:
+    table = suite.trainium_ops()
+    coo = (
+        "accel_neuron.emulator.errors.EmulatorError: aten::_embedding_bag_backward: a torch.sparse_coo "
+        "tensor on the neuron device is not supported by the neuron emulato"
+    )
+    dims = "EmulatorError: aten::_sparse_coo_tensor_with_dims_and_tensors: a sparse tensor on the neuron device"
+    for message in (coo, dims):
+        assert suite.documented(message, table) is None
+        assert suite.emulator_limit(message) is not None and suite.emulator_limit(message).startswith("sparse")
+    assert suite.emulator_limit("AssertionError: Tensor-likes are not close!") is None
+
+
+def test_the_index_copies_list_names_each_file_run_here_with_commit_size_and_hash() -> None:
+    copies = tree.read_copies()
+    assert {c.path for c in copies} >= {f"test/{f}" for f in suite.DEFAULT_FILES if "optim" not in f} - {
+        "test/test_shape_ops.py",
+        "test/nn/test_dropout.py",
+    }
+    assert all(c.repo == "pytorch/pytorch" and c.chars > 0 for c in copies)
+
+
+def test_a_hand_written_tree_is_checked_against_the_list(tmp_path: Path) -> None:
+    body = "import torch\n"
+    digest = __import__("hashlib").sha256(body.encode()).hexdigest()
+    row = tree.Copy("pytorch/pytorch", "a" * 40, "test/test_x.py", len(body), digest)
+    (tmp_path / "test").mkdir()
+    assert tree.verify_copies(tmp_path, [row]) == ["test/test_x.py: missing (pytorch/pytorch at aaaaaaaaaaaa)"]
+    (tmp_path / "test" / "test_x.py").write_text(body)
+    assert tree.verify_copies(tmp_path, [row]) == []
+    (tmp_path / "test" / "test_x.py").write_text(body + "# edited\n")
+    assert "not the listed copy" in tree.verify_copies(tmp_path, [row])[0]

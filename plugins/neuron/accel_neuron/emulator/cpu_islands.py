@@ -8,9 +8,12 @@ for CPU tensors. Their neuron kernels ("islands") run the op on zero-copy CPU
 views of the neuron tensors, with autograd recording the CPU graph, and hand
 back neuron tensors over the same memory; backward runs that CPU graph with
 the incoming gradients. Results, forward and backward, are the CPU's bit for
-bit. An island is differentiable once (its backward is not itself recorded:
-no double backward through it), and its CPU graph is freed by the first
-backward (``retain_graph=True`` does not reach inside it).
+bit. An island's backward is not itself recorded (no double backward through
+it). Its CPU graph lives in the node's saved tensors, so it is freed when the
+engine frees them: after the first backward, or kept by ``retain_graph=True``
+(a second backward, per output as ``test_modules`` does, works as on the CPU).
+Under saved-tensor hooks (``save_on_cpu``, checkpointing) the CPU graph is kept
+on the node instead and freed by the first backward.
 """
 
 from __future__ import annotations
@@ -117,9 +120,20 @@ class _Island(torch.autograd.Function):
         with torch.enable_grad():
             out = call.run_cpu(cpu_in)
         flat, spec = pytree.tree_flatten(out)
-        ctx.cpu_in = [c if c.requires_grad and c.is_leaf else None for c in cpu_in]
-        ctx.cpu_out = flat
-        ctx.save_for_backward(*tensors)  # version counters: in-place changes after forward are caught
+        grad_in = [c if c.requires_grad and c.is_leaf else None for c in cpu_in]
+        ctx.n_saved = len(tensors)
+        # Version counters of the inputs: in-place changes after forward are caught in backward.
+        if torch._C._autograd._top_saved_tensors_default_hooks(False) is None:
+            # The CPU graph's ends go with the node's saved tensors: the engine frees them after a
+            # backward unless retain_graph=True, as it frees the CPU's own saved tensors.
+            ctx.in_slots = [i for i, c in enumerate(grad_in) if c is not None]
+            ctx.out_slots = [i for i, c in enumerate(flat) if isinstance(c, _Tensor)]
+            ctx.sizes = (len(grad_in), len(flat))
+            ctx.save_for_backward(*tensors, *(grad_in[i] for i in ctx.in_slots), *(flat[i] for i in ctx.out_slots))
+        else:  # hooks would pack the CPU graph's tensors: keep them here, freed by the first backward
+            ctx.in_slots = None
+            ctx.cpu_in, ctx.cpu_out = grad_in, flat
+            ctx.save_for_backward(*tensors)
         result = [_neuron(c, call.index) for c in flat]
         ctx.index = call.index
         ctx.mark_non_differentiable(
@@ -130,21 +144,39 @@ class _Island(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:  # type: ignore[override]
-        ctx.saved_tensors  # noqa: B018 -- raises if an input was modified in place since forward
+        # raises if an input was modified in place since forward, or the graph was freed
+        saved = ctx.saved_tensors
+        cpu_in, cpu_out = _graph_ends(ctx, saved)
         outs, gouts = [], []
-        for o, g in zip(ctx.cpu_out, grads, strict=True):
+        for o, g in zip(cpu_out, grads, strict=True):
             if isinstance(o, _Tensor) and o.requires_grad and g is not None:
                 outs.append(o)
                 gouts.append(storage.active().fresh_cpu_view(g) if g.device.type == "neuron" else g)
-        inputs = [c for c in ctx.cpu_in if c is not None]
-        result: list[Any] = [None] * len(ctx.cpu_in)
+        inputs = [c for c in cpu_in if c is not None]
+        result: list[Any] = [None] * len(cpu_in)
+        kept = ctx.in_slots is not None  # the CPU graph is freed with the saved tensors, not here
         if outs and inputs:
-            got = iter(torch.autograd.grad(outs, inputs, gouts, allow_unused=True))
-            for i, c in enumerate(ctx.cpu_in):
+            got = iter(torch.autograd.grad(outs, inputs, gouts, allow_unused=True, retain_graph=kept))
+            for i, c in enumerate(cpu_in):
                 if c is not None:
                     result[i] = _neuron(next(got), ctx.index)
-        ctx.cpu_in = ctx.cpu_out = None
+        if not kept:
+            ctx.cpu_in = ctx.cpu_out = None
         return (None, *result)
+
+
+def _graph_ends(ctx: Any, saved: tuple) -> tuple[list, list]:
+    """The island's CPU inputs (None where no gradient flows) and flat CPU outputs."""
+    if ctx.in_slots is None:
+        return ctx.cpu_in, ctx.cpu_out
+    graph = iter(saved[ctx.n_saved :])
+    cpu_in: list[Any] = [None] * ctx.sizes[0]
+    for i in ctx.in_slots:
+        cpu_in[i] = next(graph)
+    cpu_out: list[Any] = [None] * ctx.sizes[1]
+    for i in ctx.out_slots:
+        cpu_out[i] = next(graph)
+    return cpu_in, cpu_out
 
 
 def _kernel(op: Any, autograd: bool):
