@@ -108,3 +108,27 @@ def test_quantized_tensors_are_refused_as_torchneuron_refuses_them(make) -> None
 def test_dequantized_data_moves_to_neuron() -> None:
     q = torch.quantize_per_tensor(torch.tensor([0.5, 1.0]), 0.5, 0, torch.qint8)
     assert torch.equal(q.dequantize().to("neuron").cpu(), torch.tensor([0.5, 1.0]))
+
+
+@pytest.mark.parametrize(
+    ("module", "x", "message"),
+    [
+        (lambda: torch.nn.Embedding(4, 4), lambda: torch.rand(4, 4, device="neuron"), "indices.*scalar type.*Long.*Int"),
+        (lambda: torch.nn.GRUCell(10, 20), lambda: torch.randn(3, 11, device="neuron"), "inconsistent input_size: got 11 expected 10"),
+        (lambda: torch.nn.LSTMCell(10, 20), lambda: torch.randn(3, 11, device="neuron"), "inconsistent input_size: got 11 expected 10"),
+    ],
+    ids=["embedding", "gru_cell", "lstm_cell"],
+)
+def test_a_composite_ops_own_check_speaks_before_the_device_mismatch(module, x, message) -> None:
+    """As on CUDA (PyTorch's test_modules test_errors): a CPU module given a wrong neuron input
+    reports the wrong argument, as the composite op checks it before any kernel compares devices."""
+    with pytest.raises(RuntimeError, match=message):
+        module()(x())
+
+
+def test_a_right_argument_on_the_wrong_device_is_still_a_device_mismatch() -> None:
+    for module, x in [(torch.nn.GRUCell(10, 20), torch.randn(3, 10, device="neuron")),
+                      (torch.nn.Embedding(4, 4), torch.zeros(4, dtype=torch.long, device="neuron")),
+                      (torch.nn.Linear(3, 2), torch.ones(2, 3, device="neuron"))]:  # fmt: skip
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            module(x)

@@ -62,12 +62,12 @@ class _Call:
         self.tensors = [x for x in leaves if isinstance(x, _Tensor)]
         first = next((t for t in self.tensors if _is_neuron(t)), None)
         self.index = first.get_device() if first is not None else devices.current()  # results go here
-        self._check_devices(args)
         # Dropout between layers draws random numbers: from the device generator, as on a device.
         names = info_for(op).arg_names
         named = dict(zip(names, args, strict=False))  # trailing defaults may be omitted
         named.update(kwargs)
         self.random = bool(named.get("dropout", 0)) and bool(named.get("train", False))
+        self._check_devices(args)
 
     def _check_devices(self, args: tuple) -> None:
         if not any(_is_neuron(t) for t in self.tensors):
@@ -82,6 +82,8 @@ class _Call:
                 if (x.device.type == "cpu" and x.dim() != 0) or (
                     _is_neuron(x) and x.get_device() != self.index
                 ):
+                    if not self.random:  # the op's own checks speak first, as on CUDA
+                        fallback.own_checks_first(self.op, info.name, lambda: self.run_cpu([_cpu(t, False) for t in self.tensors]))
                     raise fallback.device_mismatch(info, i, x.device, self.index)
 
     def run_cpu(self, cpu_tensors: list[_Tensor]) -> Any:

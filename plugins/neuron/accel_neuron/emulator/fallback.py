@@ -66,6 +66,29 @@ def _raise_mismatch(info: OpInfo, where: Any, args: tuple, kwargs: dict, index: 
     raise device_mismatch(info, where, _CPU, index)  # pragma: no cover - `where` always holds one
 
 
+def own_checks_first(op: Any, name: str, run: Any) -> None:
+    """Raise what a composite op's own argument checks raise, before a device mismatch is reported.
+
+    On CUDA a composite op (``embedding``, ``gru_cell``: CompositeImplicit/ExplicitAutograd) runs
+    its own checks (index dtype, input size) before any inner kernel compares devices, so a wrong
+    argument is reported as such even when a tensor is also on the wrong device; an op with a
+    kernel of its own compares devices first. Called only on that error path, and only for an op
+    that writes no argument and draws no random number (running it changes nothing): ``run()``
+    runs the op on the CPU; an error it raises is the one CUDA gives; if it runs, the caller
+    reports the device mismatch.
+    """
+    overload = getattr(op, "_overloadname", "default")
+    qualified = name if overload == "default" else f"{name}.{overload}"
+    if not any(torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key)
+               for key in ("CompositeImplicitAutograd", "CompositeExplicitAutograd")):  # fmt: skip
+        return
+    try:
+        with torch.no_grad():
+            run()
+    except (RuntimeError, ValueError, TypeError, IndexError) as own:
+        raise own.with_traceback(None) from None
+
+
 def _note_device(state: list, t: torch.Tensor, where: Any) -> None:
     """Record neuron tensor `t`'s device in `state`, or `where` as the first mismatch."""
     j = t.get_device()
@@ -146,6 +169,8 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
         if info.cpu_args and bad in info.cpu_args:
             bad = _first_misplaced(info, args, kwargs, index)
         if bad is not None:
+            if not (info.write_pos or info.has_out or info.seeded):
+                own_checks_first(op, info.name, lambda: info.call(*cargs, **ckwargs))
             _raise_mismatch(info, bad, args, kwargs, index)
     if info.check_out:
         _check_outputs(info, args, kwargs, index)
