@@ -219,3 +219,44 @@ def test_the_setting_sizes_the_device(neuron_selected, monkeypatch: pytest.Monke
             torch.empty(49 * _MiB, dtype=torch.uint8, device="neuron")
     finally:
         memory.configure(memory.DEFAULT_CAPACITY, "default")
+
+
+@pytest.fixture
+def core():
+    from accel_neuron.emulator import native
+
+    if not native.load():
+        pytest.skip(f"the C++ core cannot be built here: {native.failure()}")
+    return native
+
+
+def test_the_cpp_core_and_memory_py_keep_the_same_statistics(core) -> None:
+    # the names come from the library (csrc/emulator.h's ACCEL_NEURON_EMU_STATS): one list per side, compared
+    from accel_neuron.emulator import memory
+    from accel_neuron.emulator.errors import EmulatorError
+
+    assert core.stat_names() == memory._KEYS
+    assert set(core.memory_get(0)) == set(memory._KEYS)
+
+    class Renamed:
+        @staticmethod
+        def stat_names() -> tuple[str, ...]:
+            return (*memory._KEYS[1:], "reserved")
+
+    with pytest.raises(EmulatorError, match=r"ACCEL_NEURON_EMU_STATS\) and memory\._KEYS must name the same"):
+        memory.use_native(Renamed())
+
+
+def test_a_device_past_the_cpp_cores_statistics_is_an_error_not_a_stray_write(core) -> None:
+    from accel_neuron.emulator.errors import EmulatorError
+
+    last = core.max_devices() - 1
+    assert core.max_devices() == 64 and set(core.memory_get(last).values()) == {0}
+    for index in (core.max_devices(), -1):
+        with pytest.raises(EmulatorError, match=rf"neuron:{index} has no memory statistics: .* devices 0\.\.{last}"):
+            core.memory_get(index)
+        with pytest.raises(EmulatorError, match=rf"neuron:{index} has no memory statistics"):
+            core.memory_set(index, dict.fromkeys(core.stat_names(), 1))
+    with pytest.raises(IndexError, match=r"neuron:64 has no memory statistics"):
+        torch.ops.accel_neuron_emu.to_neuron(torch.ones(3), 64)
+    assert set(core.memory_get(last).values()) == {0}

@@ -22,6 +22,9 @@ from typing import Any
 
 import torch
 
+#: The statistics kept per device. The C++ core keeps the same (``csrc/emulator.h``'s
+#: ACCEL_NEURON_EMU_STATS, read through ``native.stat_names()``): :func:`use_native` refuses a core
+#: that names others, and a test compares the two.
 _KEYS = (
     "allocated",
     "peak",
@@ -47,7 +50,7 @@ DEFAULT_CAPACITY = 24 * 2**30
 _DEFAULT_SOURCE = "default: a Trainium2 logical NeuronCore's 24 GiB of HBM"
 _capacity: dict[str, Any] = {"bytes": DEFAULT_CAPACITY, "source": _DEFAULT_SOURCE}
 
-# The two out-of-memory messages, CUDA's wording; `{...}` fields are filled here and in csrc/fast_path.cpp.
+# The two out-of-memory messages, CUDA's wording; `{...}` fields are filled here and in csrc/allocator.cpp.
 _DEVICE_OOM = (
     "neuron out of memory. Tried to allocate {size}. Device neuron:{index} has a total capacity of {total} "
     "of which {free} is free. Of the allocated memory {allocated} is allocated by PyTorch, and 0 bytes is "
@@ -148,19 +151,27 @@ def ensure(count: int) -> None:
 def use_native(core: Any) -> None:
     """Read and reset the statistics in the C++ core (``native``), which counts every neuron storage."""
     global _native
+    if tuple(core.stat_names()) != _KEYS:
+        from .errors import EmulatorError
+
+        raise EmulatorError(
+            f"the neuron emulator's C++ core keeps the memory statistics {', '.join(core.stat_names())}, "
+            f"memory.py {', '.join(_KEYS)}: csrc/emulator.h (ACCEL_NEURON_EMU_STATS) and memory._KEYS must "
+            "name the same statistics in the same order; change both"
+        )
     _native = core
     configure(_capacity["bytes"], _capacity["source"])
 
 
 def _state(index: int) -> dict[str, int]:
     if _native is not None:
-        return dict(zip(_KEYS, _native.memory_get(index), strict=True))
+        return dict(_native.memory_get(index))
     return _states[index]
 
 
 def _store(index: int, s: dict[str, int]) -> None:
     if _native is not None:
-        _native.memory_set(index, [s[k] for k in _KEYS])
+        _native.memory_set(index, s)
 
 
 def allocate(nbytes: int, index: int = 0) -> None:
