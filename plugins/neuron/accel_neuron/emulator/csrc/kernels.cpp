@@ -7,6 +7,11 @@
 // typed_kernels.cpp). Every other call is redispatched to the PrivateUse3 key, where the Python kernel
 // (fallback.py) is registered: it raises the device errors, handles generators, out= resizing,
 // accelerator-only dtypes, and the rest.
+//
+// Twin: fallback.py's run() (with _convert_one and _wrap), the Python per-op path's kernel, which must
+// keep its own common case: it is the whole per-op path without a C++ compiler (or with
+// ACCEL_NEURON_EMULATOR_HOT_PATH=python, which CI runs the emulator tests under too). The emulator
+// tests run under both paths and compare their results with the CPU's.
 
 #include "emulator.h"
 
