@@ -83,6 +83,46 @@ def test_torch_accelerator_memory_functions_report_the_same_numbers():
     del x
 
 
+def test_torch_accelerator_and_torch_neuron_agree_on_every_statistic_and_reset() -> None:
+    # compiled path: torch.accelerator reads the C++ core through its c10 device allocator and torch.neuron
+    # through ctypes; Python path: limits.py routes torch.accelerator to torch.neuron. Both resets alike.
+    x = torch.empty(300, device="neuron")
+    del x
+    y = torch.empty(100, device="neuron")
+
+    def both() -> tuple[dict, dict]:
+        ours = dict(torch.neuron.memory_stats())
+        theirs = torch.accelerator.memory_stats()
+        return ours, {k: theirs[k] for k in ours}
+
+    ours, theirs = both()
+    assert ours == theirs and ours["allocated_bytes.all.allocated"] >= 1600
+    torch.accelerator.reset_peak_memory_stats()
+    ours, theirs = both()
+    assert ours == theirs and ours["allocated_bytes.all.peak"] == ours["allocated_bytes.all.current"]
+    assert ours["allocation.all.peak"] == ours["allocation.all.current"]
+    torch.accelerator.reset_accumulated_memory_stats()
+    ours, theirs = both()
+    assert ours == theirs and ours["allocated_bytes.all.current"] >= 400
+    assert [ours[f"{k}.all.{m}"] for k in ("allocated_bytes", "allocation") for m in ("allocated", "freed")] == [0] * 4
+    torch.neuron.reset_peak_memory_stats()
+    assert torch.accelerator.max_memory_allocated() == torch.neuron.memory_allocated()
+    assert torch.accelerator.get_memory_info()[0] == torch.neuron.get_device_properties().total_memory - (
+        torch.neuron.memory_allocated()
+    )
+    del y
+
+
+def test_the_c10_device_allocator_serves_statistics_and_refuses_raw_bytes() -> None:
+    from accel_neuron.emulator import memory, native
+
+    if native.hot_path() != "native":
+        pytest.skip("the C++ core's device allocator serves the compiled per-op path only")
+    assert memory.in_core() and torch._C._accelerator_isAllocatorInitialized()
+    with pytest.raises(NotImplementedError, match=r"not through c10's allocator \(8 bytes were asked of it\)"):
+        torch._C.StorageBase.__new__(torch.UntypedStorage, 8, device="neuron")  # PyTorch's own, unpatched
+
+
 # ---------------------------------------------------------------- finite device memory
 
 _MiB = 2**20

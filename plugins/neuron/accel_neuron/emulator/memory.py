@@ -149,7 +149,11 @@ def ensure(count: int) -> None:
 
 
 def use_native(core: Any) -> None:
-    """Read and reset the statistics in the C++ core (``native``), which counts every neuron storage."""
+    """Read and reset the statistics in the C++ core (``native``), which counts every neuron storage.
+
+    The core's c10 device allocator is registered too: ``torch.accelerator``'s memory functions read
+    the same statistics through c10 (:func:`in_core`; ``limits.py`` routes them here otherwise).
+    """
     global _native
     if tuple(core.stat_names()) != _KEYS:
         from .errors import EmulatorError
@@ -161,6 +165,12 @@ def use_native(core: Any) -> None:
         )
     _native = core
     configure(_capacity["bytes"], _capacity["source"])
+    core.register_device_allocator()
+
+
+def in_core() -> bool:
+    """Whether the C++ core keeps the statistics (the compiled per-op path), readable through c10's allocator API."""
+    return _native is not None
 
 
 def _state(index: int) -> dict[str, int]:
@@ -207,19 +217,30 @@ def peak(index: int = 0) -> int:
 
 
 def reset_peak(index: int = 0) -> None:
-    """Set the peak statistics of device `index` to the current values."""
-    s = _state(index)
+    """Set the peak statistics of device `index` to the current values.
+
+    With the C++ core, its reset_peak_stats (csrc/allocator.cpp, also torch.accelerator's through c10) does it.
+    """
+    if _native is not None:
+        _native.reset_peak(index)
+        return
+    s = _states[index]
     s["peak"] = s["allocated"]
     s["peak_count"] = s["current_count"]
-    _store(index, s)
 
 
 def reset_accumulated(index: int = 0) -> None:
-    """Zero the accumulated (ever allocated / freed) counters of device `index`."""
-    s = _state(index)
+    """Zero the accumulated (ever allocated / freed) counters of device `index`.
+
+    With the C++ core, its reset_accumulated_stats (csrc/allocator.cpp, also torch.accelerator's through c10)
+    does it.
+    """
+    if _native is not None:
+        _native.reset_accumulated(index)
+        return
+    s = _states[index]
     for key in ("alloc_count", "free_count", "allocated_total", "freed_total", "num_ooms"):
         s[key] = 0
-    _store(index, s)
 
 
 def stats(index: int = 0) -> dict[str, Any]:

@@ -46,6 +46,7 @@ _SOURCES = [
         "device_guard.cpp",
         "runtime.cpp",
         "allocator.cpp",
+        "device_allocator.cpp",
         "views.cpp",
         "plans.cpp",
         "kernels.cpp",
@@ -164,6 +165,8 @@ def load() -> bool:
                 ctypes.c_int,
             ]
         lib.accel_neuron_emulator_stat_names.restype = ctypes.c_char_p
+        lib.accel_neuron_emulator_reset_peak_stats.argtypes = [ctypes.c_int]
+        lib.accel_neuron_emulator_reset_accumulated_stats.argtypes = [ctypes.c_int]
         lib.accel_neuron_emulator_set_memory_capacity.argtypes = [ctypes.c_int64, ctypes.c_char_p, ctypes.c_char_p]
         lib.accel_neuron_emulator_device_used.argtypes = [ctypes.c_int]
         lib.accel_neuron_emulator_path_counts.argtypes = [ctypes.POINTER(ctypes.c_int64)]
@@ -316,6 +319,27 @@ def memory_set(index: int, values: dict[str, int]) -> None:
     row = (ctypes.c_int64 * len(_stat_names))(*(values[name] for name in _stat_names))
     if _lib.accel_neuron_emulator_memory_set(index, row, len(_stat_names)) != 0:
         _raise_last_error(f"the neuron emulator could not set the memory statistics of neuron:{index}")
+
+
+def register_device_allocator() -> None:
+    """Register the C++ core's c10 device allocator for PrivateUse1 (torch.accelerator's memory functions read it)."""
+    assert _lib is not None
+    if _lib.accel_neuron_emulator_register_device_allocator() != 0:
+        _raise_last_error("the neuron emulator could not register its c10 device allocator")
+
+
+def reset_peak(index: int) -> None:
+    """Set the peak statistics of device `index` to the current values, in the C++ core."""
+    assert _lib is not None
+    if _lib.accel_neuron_emulator_reset_peak_stats(index) != 0:
+        _raise_last_error(f"the neuron emulator could not reset the peak memory statistics of neuron:{index}")
+
+
+def reset_accumulated(index: int) -> None:
+    """Zero the accumulated memory statistics (ever allocated, freed, OOMs) of device `index`, in the C++ core."""
+    assert _lib is not None
+    if _lib.accel_neuron_emulator_reset_accumulated_stats(index) != 0:
+        _raise_last_error(f"the neuron emulator could not reset the memory statistics of neuron:{index}")
 
 
 def memory_capacity(nbytes: int, device_message: str, host_message: str) -> None:

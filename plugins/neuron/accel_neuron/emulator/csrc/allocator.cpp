@@ -354,6 +354,23 @@ void write_stats(int index, const int64_t* values, int count) {
   std::copy(values, values + kStatCount, s.begin());
 }
 
+void reset_peak_stats(int index) {
+  std::lock_guard<std::mutex> lock(stats_mutex);
+  DeviceStats& s = stats_of(index);
+  s[kPeak] = s[kAllocated];
+  s[kPeakCount] = s[kCurrentCount];
+}
+
+void reset_accumulated_stats(int index) {
+  std::lock_guard<std::mutex> lock(stats_mutex);
+  DeviceStats& s = stats_of(index);
+  for (Stat k : {kAllocCount, kFreeCount, kAllocatedTotal, kFreedTotal, kNumOoms}) s[k] = 0;
+}
+
+int64_t capacity_bytes() {
+  return capacity.load(std::memory_order_relaxed);
+}
+
 void set_capacity(int64_t nbytes, const char* device_message, const char* host_message) {
   std::lock_guard<std::mutex> lock(stats_mutex);
   capacity.store(nbytes);

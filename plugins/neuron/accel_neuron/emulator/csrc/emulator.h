@@ -4,6 +4,7 @@
 //   device_guard.cpp  the PrivateUse1 device guard: current device (thread-local), device count
 //   runtime.cpp       the PrivateUse1 hooks: device generators, pinned host memory, device queries
 //   allocator.cpp     neuron storages (DataPtr context NeuronMemory), memory statistics, out-of-memory text
+//   device_allocator.cpp  the c10 device allocator of PrivateUse1: the statistics through c10's API
 //   views.cpp         CPU views of neuron tensors, lent to CPU kernels and given back per storage
 //   plans.cpp         per-op plans: which calls the compiled path serves (routing.py's tables)
 //   kernels.cpp       the boxed per-op kernel (the PrivateUse1 fallback) and the device-agnostic views
@@ -70,8 +71,14 @@ const char* stat_names();
 // Throw c10::IndexError for an index outside [0, kMaxDevices) or a count other than kStatCount.
 void read_stats(int index, int64_t* out, int count);
 void write_stats(int index, const int64_t* values, int count);
+// Peaks back to the current values / the accumulated counters (ever allocated, freed, OOMs) to zero, on
+// device `index` (c10::IndexError past kMaxDevices). Twins: memory.py's reset_peak / reset_accumulated,
+// the Python per-op path's.
+void reset_peak_stats(int index);
+void reset_accumulated_stats(int index);
 // Every device's memory in bytes, and the out-of-memory messages (memory.py's templates).
 void set_capacity(int64_t nbytes, const char* device_message, const char* host_message);
+int64_t capacity_bytes();
 // Whether a neuron storage was made since the flag was last set; `set` >= 0 sets it to `set`.
 bool exchange_device_used(int set);
 // The CPU allocator's deleter: a CPU storage with it owns its memory (read at enable_fast_path).
@@ -80,6 +87,10 @@ void remember_cpu_deleter();
 // A host allocation failure (the CPU allocator's error) under an op on device `index` as a
 // c10::OutOfMemoryError (torch.OutOfMemoryError); any other error is rethrown as it is.
 [[noreturn]] void rethrow_as_oom(const c10::Error& e, int index);
+
+// Register the c10 device allocator of PrivateUse1 (device_allocator.cpp): torch.accelerator's memory
+// functions read the statistics above through it.
+void register_device_allocator();
 
 // ---- neuron storages (allocator.cpp) -----------------------------------------------------------
 

@@ -99,6 +99,20 @@ int accel_neuron_emulator_enable_native_dropout() {
   });
 }
 
+// Register the c10 device allocator of PrivateUse1 (torch.accelerator's memory functions read the
+// C++ core's statistics through it).
+int accel_neuron_emulator_register_device_allocator() {
+  return reporting([] { accel_neuron_emu::register_device_allocator(); });
+}
+
+// Reset the peak / the accumulated statistics of device `index`.
+int accel_neuron_emulator_reset_peak_stats(int index) {
+  return reporting([&] { accel_neuron_emu::reset_peak_stats(index); });
+}
+int accel_neuron_emulator_reset_accumulated_stats(int index) {
+  return reporting([&] { accel_neuron_emu::reset_accumulated_stats(index); });
+}
+
 const char* accel_neuron_emulator_last_error() {
   return last_error.c_str();
 }
