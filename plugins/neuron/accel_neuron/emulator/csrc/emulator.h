@@ -5,7 +5,7 @@
 //   runtime.cpp       the PrivateUse1 hooks: device generators, pinned host memory, device queries
 //   allocator.cpp     neuron storages (DataPtr context NeuronMemory), memory statistics, out-of-memory text
 //   device_allocator.cpp  the c10 device allocator of PrivateUse1: the statistics through c10's API
-//   views.cpp         CPU views of neuron tensors, lent to CPU kernels and given back per storage
+//   views.cpp         CPU views of neuron tensors (lent to CPU kernels and given back per storage: inline here)
 //   plans.cpp         per-op plans: which calls the compiled path serves (routing.py's tables)
 //   kernels.cpp       the boxed per-op kernel (the PrivateUse1 fallback) and the device-agnostic views
 //   typed_kernels.cpp the typed (unboxed) kernels of the ops a training step calls most
@@ -19,6 +19,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/util/SmallVector.h>
@@ -133,13 +134,61 @@ inline void copy_geometry(c10::TensorImpl* impl, const at::Tensor& from) {
 }
 
 // ---- CPU views of neuron tensors (views.cpp) ---------------------------------------------------
+//
+// Lending and giving back are on every op's path, so they are inline here; views.cpp says how they work.
 
-// A CPU tensor over the memory of neuron tensor `t` (zero-copy, fresh).
+// A CPU tensor over the memory of neuron tensor `t` (zero-copy, fresh; the cpu_view op).
 at::Tensor cpu_view(const at::Tensor& t);
+// The dispatch keys of a fresh CPU view made outside inference mode.
+c10::DispatchKeySet plain_view_keys();
+
+// A CPU tensor over the memory of neuron tensor `t` (zero-copy, fresh: the caller may re-point it).
+inline at::Tensor cpu_view_of(const at::Tensor& t, const NeuronMemory* mem) {
+  auto impl = c10::make_intrusive<c10::TensorImpl>(
+      c10::Storage(mem->alias), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+  copy_geometry(impl.get(), t);
+  return at::Tensor(std::move(impl));
+}
+
+// `view` (the storage's spare, owned by the caller) made the CPU view of `t`, or false.
+inline bool reuse_as_view_of(c10::TensorImpl* view, const at::Tensor& t, const NeuronMemory* mem) {
+  if (view->key_set() != plain_view_keys() || view->dtype() != t.dtype() ||
+      view->storage().unsafeGetStorageImpl() != mem->alias.unsafeGetStorageImpl()) {
+    return false;
+  }
+  if (view->sizes() != t.sizes() || view->strides() != t.strides() || view->storage_offset() != t.storage_offset()) {
+    view->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  }
+  return true;
+}
+
 // A CPU view of neuron tensor `t` for one call: its storage's spare view when it fits, else a fresh one.
-at::Tensor lend_view(const at::Tensor& t);
+inline at::Tensor lend_view(const at::Tensor& t) {
+  NeuronMemory* mem = memory_of(t.storage().unsafeGetStorageImpl());
+  if (!c10::InferenceMode::is_enabled() && !t.unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
+    if (c10::TensorImpl* spare = mem->spare_view.exchange(nullptr, std::memory_order_acquire)) {
+      auto impl = c10::intrusive_ptr<c10::TensorImpl>::reclaim(spare);
+      if (reuse_as_view_of(impl.get(), t, mem)) return at::Tensor(std::move(impl));
+    }
+  }
+  return cpu_view_of(t, mem);
+}
+
 // After the call: `view`, lent for neuron storage `st`, becomes its spare if nothing else holds it.
-void give_back(c10::StorageImpl* st, at::Tensor&& view);
+inline void give_back(c10::StorageImpl* st, at::Tensor&& view) {
+  c10::TensorImpl* impl = view.unsafeGetTensorImpl();
+  NeuronMemory* mem = memory_of(st);  // again: the storage may have been given other memory meanwhile
+  if (mem == nullptr || impl->storage().unsafeGetStorageImpl() != mem->alias.unsafeGetStorageImpl() ||
+      view.use_count() != 1 || view.weak_use_count() != 1 || impl->pyobj_slot()->load_pyobj() != nullptr ||
+      impl->autograd_meta() != nullptr) {
+    return;
+  }
+  c10::TensorImpl* expected = nullptr;
+  c10::TensorImpl* raw = view.unsafeReleaseTensorImpl();
+  if (!mem->spare_view.compare_exchange_strong(expected, raw, std::memory_order_acq_rel)) {
+    c10::raw::intrusive_ptr::decref(raw);  // another op gave one back first
+  }
+}
 
 // The CPU views lent for one call, given back when it returns.
 struct LentViews {

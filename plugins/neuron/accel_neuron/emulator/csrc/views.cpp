@@ -8,23 +8,14 @@
 // back are atomic exchanges: one call (one thread) holds a lent view at a time. Only a view as clean
 // as a fresh one goes back (the kernel kept no reference, no Python object or autograd data, still
 // over the storage's CPU alias); it is lent only outside inference mode, with the key set, dtype and
-// storage of a fresh view, so a kernel cannot tell it from one.
+// storage of a fresh view, so a kernel cannot tell it from one. Lending and giving back are inline in
+// emulator.h (lend_view, give_back: on every op's path); the rest is here.
 
 #include "emulator.h"
 
 #include <c10/core/CPUAllocator.h>
-#include <c10/core/InferenceMode.h>
 
 namespace accel_neuron_emu {
-namespace {
-
-// A CPU tensor over the memory of neuron tensor `t` (zero-copy, fresh: the caller may re-point it).
-at::Tensor cpu_view_of(const at::Tensor& t, const NeuronMemory* mem) {
-  auto impl = c10::make_intrusive<c10::TensorImpl>(
-      c10::Storage(mem->alias), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
-  copy_geometry(impl.get(), t);
-  return at::Tensor(std::move(impl));
-}
 
 // The dispatch keys of a fresh CPU view made outside inference mode.
 c10::DispatchKeySet plain_view_keys() {
@@ -36,20 +27,6 @@ c10::DispatchKeySet plain_view_keys() {
   }();
   return keys;
 }
-
-// `view` (the storage's spare, owned by the caller) made the CPU view of `t`, or false.
-inline bool reuse_as_view_of(c10::TensorImpl* view, const at::Tensor& t, const NeuronMemory* mem) {
-  if (view->key_set() != plain_view_keys() || view->dtype() != t.dtype() ||
-      view->storage().unsafeGetStorageImpl() != mem->alias.unsafeGetStorageImpl()) {
-    return false;
-  }
-  if (view->sizes() != t.sizes() || view->strides() != t.strides() || view->storage_offset() != t.storage_offset()) {
-    view->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
-  }
-  return true;
-}
-
-}  // namespace
 
 at::Tensor cpu_view(const at::Tensor& t) {
   TORCH_CHECK(t.device().type() == kNeuron, "cpu_view expects a neuron tensor, got one on ", t.device());
@@ -67,32 +44,6 @@ at::Tensor cpu_view(const at::Tensor& t) {
     return at::Tensor(std::move(impl));
   }
   return cpu_view_of(t, mem);
-}
-
-at::Tensor lend_view(const at::Tensor& t) {
-  NeuronMemory* mem = memory_of(t.storage().unsafeGetStorageImpl());
-  if (!c10::InferenceMode::is_enabled() && !t.unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
-    if (c10::TensorImpl* spare = mem->spare_view.exchange(nullptr, std::memory_order_acquire)) {
-      auto impl = c10::intrusive_ptr<c10::TensorImpl>::reclaim(spare);
-      if (reuse_as_view_of(impl.get(), t, mem)) return at::Tensor(std::move(impl));
-    }
-  }
-  return cpu_view_of(t, mem);
-}
-
-void give_back(c10::StorageImpl* st, at::Tensor&& view) {
-  c10::TensorImpl* impl = view.unsafeGetTensorImpl();
-  NeuronMemory* mem = memory_of(st);  // again: the storage may have been given other memory meanwhile
-  if (mem == nullptr || impl->storage().unsafeGetStorageImpl() != mem->alias.unsafeGetStorageImpl() ||
-      view.use_count() != 1 || view.weak_use_count() != 1 || impl->pyobj_slot()->load_pyobj() != nullptr ||
-      impl->autograd_meta() != nullptr) {
-    return;
-  }
-  c10::TensorImpl* expected = nullptr;
-  c10::TensorImpl* raw = view.unsafeReleaseTensorImpl();
-  if (!mem->spare_view.compare_exchange_strong(expected, raw, std::memory_order_acq_rel)) {
-    c10::raw::intrusive_ptr::decref(raw);  // another op gave one back first
-  }
 }
 
 }  // namespace accel_neuron_emu
