@@ -57,6 +57,9 @@ _SOURCES = [
 ]
 #: The headers they include: copied next to them and part of the cache folder's key, not compiled.
 _HEADERS = [_CSRC / "emulator.h"]
+#: Compiler flags (part of the cache folder's key). Hidden visibility: calls between the files stay
+#: direct (no PLT); the extern "C" entry points are exported in the sources.
+_CFLAGS = ["-O2", "-fvisibility=hidden"]
 
 _lib: ctypes.CDLL | None = None
 _pylib: ctypes.PyDLL | None = None
@@ -74,9 +77,10 @@ def _build_directory() -> Path:
     # the build's commit, not __version__: the library depends on the binary, and a reported version
     # can be faked (the emulator's untested-release test does) without rebuilding
     build = getattr(torch.version, "git_version", None) or torch.__version__
-    # and the sources' hash: checkouts with other sources (another branch, an older install) get their
-    # own folder instead of rebuilding one library in turn
-    digest = hashlib.sha256(b"".join(s.read_bytes() for s in [*_SOURCES, *_HEADERS])).hexdigest()[:12]
+    # and the sources' (and flags') hash: checkouts with other sources (another branch, an older install)
+    # get their own folder instead of rebuilding one library in turn
+    content = b"".join(s.read_bytes() for s in [*_SOURCES, *_HEADERS]) + " ".join(_CFLAGS).encode()
+    digest = hashlib.sha256(content).hexdigest()[:12]
     tag = f"torch{build[:12]}-py{sys.version_info[0]}{sys.version_info[1]}-src{digest}".replace("+", "_")
     path = Path(root) / f"{_NAME}-{tag}"
     path.mkdir(parents=True, exist_ok=True)
@@ -115,7 +119,7 @@ def _compile(sources: list[Path], directory: Path) -> None:
         name=_NAME,
         sources=[str(s) for s in sources],
         build_directory=str(directory),
-        extra_cflags=["-O2"],
+        extra_cflags=_CFLAGS,
         is_python_module=False,
         verbose=False,
     )

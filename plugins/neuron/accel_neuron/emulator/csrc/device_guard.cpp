@@ -84,6 +84,7 @@ struct EmulatorDeviceGuard final : public c10::impl::DeviceGuardImplInterface {
 
 }  // namespace
 
+#pragma GCC visibility push(default)  // the C entry points ctypes loads (the rest is hidden)
 extern "C" {
 
 // Register the guard for PrivateUse1 with `count` devices (replacing the Python one).
@@ -107,3 +108,4 @@ void accel_neuron_emulator_set_current_device(int index) {
 }
 
 }  // extern "C"
+#pragma GCC visibility pop

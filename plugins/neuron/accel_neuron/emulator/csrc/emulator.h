@@ -33,12 +33,18 @@
 #include <vector>
 
 // ---- extern "C" entry points other files of the core call (device_guard.cpp) ------------------
+//
+// The library is built with -fvisibility=hidden (native.py): calls between its files stay direct.
+// Its C entry points, which ctypes loads, are exported by a visibility push(default) around each
+// extern "C" block.
 
+#pragma GCC visibility push(default)
 extern "C" {
 int accel_neuron_emulator_current_device();
 int accel_neuron_emulator_device_count();
 void accel_neuron_emulator_set_current_device(int index);
 }
+#pragma GCC visibility pop
 
 namespace accel_neuron_emu {
 

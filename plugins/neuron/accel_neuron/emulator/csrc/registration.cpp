@@ -61,6 +61,7 @@ ACCEL_NEURON_EMU_FALLTHROUGH(Conjugate)
 ACCEL_NEURON_EMU_FALLTHROUGH(Negative)
 ACCEL_NEURON_EMU_FALLTHROUGH(ZeroTensor)
 
+#pragma GCC visibility push(default)  // the C entry points ctypes loads (the rest is hidden)
 extern "C" {
 
 // Register the compiled per-op path: the PrivateUse1 fallback, and per-op kernels for the
@@ -154,3 +155,4 @@ void accel_neuron_emulator_path_counts(int64_t* out) {
 }
 
 }  // extern "C"
+#pragma GCC visibility pop

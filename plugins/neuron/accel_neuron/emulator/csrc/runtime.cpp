@@ -241,6 +241,7 @@ at::Generator accel_neuron_emu::default_cpu_generator(int index) {
   return static_cast<NeuronGenerator*>(default_generators[index].unsafeGetGeneratorImpl())->cpu();
 }
 
+#pragma GCC visibility push(default)  // the C entry points ctypes loads (the rest is hidden)
 extern "C" {
 
 // Seeds of neuron generators mixed (1, the default: the device's own streams) or taken as given
@@ -306,3 +307,4 @@ PyObject* accel_neuron_emulator_cpu_generator(PyObject* generator) {
 }
 
 }  // extern "C"
+#pragma GCC visibility pop
