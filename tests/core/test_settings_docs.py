@@ -77,8 +77,6 @@ RAW_READS_ALLOWED = {
     "PYTHONPATH, maybe one that cannot import accel_abstraction: it stays dependency-free (see its comment)",
     "plugins/neuron/accel_neuron/autoload.py": "runs inside every `import torch`; decides from ACCEL_BACKEND / "
     "ACCEL_NEURON_EMULATE before importing accel_abstraction at all (benchmarks/bench_autoload.py)",
-    "plugins/neuron/accel_neuron/emulator/native.py": "pending: the emulator is being reworked on its own branch "
-    "(issue 36); read ACCEL_NEURON_EMULATOR_HOT_PATH there with environment.read(accel_neuron.settings.HOT_PATH)",
 }
 #: Where the readers live: the one layer.
 LAYER = {"accel_abstraction/environment.py", "accel_abstraction/sections.py", "accel_abstraction/settings.py"}

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import threading
 
-import pytest
 import torch
-from accel_neuron.emulator import autograd_threads, storage
+from accel_neuron.emulator import autograd_threads
 
 CODE = """
 import threading, torch
@@ -78,9 +77,6 @@ def test_every_backward_runs_in_its_calling_thread(neuron_emulator: torch.device
 
 
 def test_making_a_neuron_tensor_leaves_the_thread_setting_alone(neuron_emulator: torch.device) -> None:
-    if storage.active().name != "python":
-        pytest.skip("the C++ core still switches the setting off per thread at a first storage (fast_path.cpp)")
-
     def worker(seen: dict) -> None:
         y = torch.ones(2, device=neuron_emulator, requires_grad=True)
         seen["made"] = torch._C._is_multithreading_enabled()

@@ -1,4 +1,4 @@
-"""The compiled per-op path (``csrc/fast_path.cpp``) and the Python one share one storage bookkeeping.
+"""The compiled per-op path (``csrc/kernels.cpp``) and the Python one share one storage bookkeeping.
 
 Tensors made by either path are the same kind: views, in-place results and memory statistics
 agree whichever path made or touched them; ``ACCEL_NEURON_EMULATOR_HOT_PATH`` selects the path.
@@ -21,7 +21,7 @@ def compiled():
     from accel_neuron.emulator import native
 
     if native.hot_path() != "native":
-        pytest.skip(f"the compiled per-op path is off here ({native.failure() or native.HOT_PATH_ENV + '=python'})")
+        pytest.skip(f"the compiled per-op path is off here ({native.failure() or 'ACCEL_NEURON_EMULATOR_HOT_PATH=python'})")
     return native
 
 
@@ -55,7 +55,7 @@ def test_typed_kernels_return_in_place_arguments_and_hand_rejected_dtypes_to_the
 
 
 def test_cpu_views_lent_again_follow_each_use_of_a_storage(compiled):
-    # a storage's CPU view goes back to it after an op and is lent to the next one (fast_path.cpp's
+    # a storage's CPU view goes back to it after an op and is lent to the next one (views.cpp's
     # lend_view): each use still sees its own geometry, dtype and the storage's current memory
     a = torch.randn(4, 6, generator=torch.Generator().manual_seed(3))
     na = a.to("neuron")
@@ -197,7 +197,7 @@ def draws():
 
 
 def test_compiled_dropout_draws_the_python_kernels_stream_bitwise(compiled, run_python, monkeypatch):
-    # the C++ dropout kernels (csrc/fast_path.cpp) replace composite_overrides' Python ones on this path
+    # the C++ dropout kernels (csrc/dropout.cpp) replace composite_overrides' Python ones on this path
     namespace: dict = {}
     exec(DROPOUT.replace("emulator.install()", ""), namespace)
     here, got = namespace["draws"]()

@@ -83,6 +83,46 @@ def test_torch_accelerator_memory_functions_report_the_same_numbers():
     del x
 
 
+def test_torch_accelerator_and_torch_neuron_agree_on_every_statistic_and_reset() -> None:
+    # compiled path: torch.accelerator reads the C++ core through its c10 device allocator and torch.neuron
+    # through ctypes; Python path: limits.py routes torch.accelerator to torch.neuron. Both resets alike.
+    x = torch.empty(300, device="neuron")
+    del x
+    y = torch.empty(100, device="neuron")
+
+    def both() -> tuple[dict, dict]:
+        ours = dict(torch.neuron.memory_stats())
+        theirs = torch.accelerator.memory_stats()
+        return ours, {k: theirs[k] for k in ours}
+
+    ours, theirs = both()
+    assert ours == theirs and ours["allocated_bytes.all.allocated"] >= 1600
+    torch.accelerator.reset_peak_memory_stats()
+    ours, theirs = both()
+    assert ours == theirs and ours["allocated_bytes.all.peak"] == ours["allocated_bytes.all.current"]
+    assert ours["allocation.all.peak"] == ours["allocation.all.current"]
+    torch.accelerator.reset_accumulated_memory_stats()
+    ours, theirs = both()
+    assert ours == theirs and ours["allocated_bytes.all.current"] >= 400
+    assert [ours[f"{k}.all.{m}"] for k in ("allocated_bytes", "allocation") for m in ("allocated", "freed")] == [0] * 4
+    torch.neuron.reset_peak_memory_stats()
+    assert torch.accelerator.max_memory_allocated() == torch.neuron.memory_allocated()
+    assert torch.accelerator.get_memory_info()[0] == torch.neuron.get_device_properties().total_memory - (
+        torch.neuron.memory_allocated()
+    )
+    del y
+
+
+def test_the_c10_device_allocator_serves_statistics_and_refuses_raw_bytes() -> None:
+    from accel_neuron.emulator import memory, native
+
+    if native.hot_path() != "native":
+        pytest.skip("the C++ core's device allocator serves the compiled per-op path only")
+    assert memory.in_core() and torch._C._accelerator_isAllocatorInitialized()
+    with pytest.raises(NotImplementedError, match=r"not through c10's allocator \(8 bytes were asked of it\)"):
+        torch._C.StorageBase.__new__(torch.UntypedStorage, 8, device="neuron")  # PyTorch's own, unpatched
+
+
 # ---------------------------------------------------------------- finite device memory
 
 _MiB = 2**20
@@ -219,3 +259,44 @@ def test_the_setting_sizes_the_device(neuron_selected, monkeypatch: pytest.Monke
             torch.empty(49 * _MiB, dtype=torch.uint8, device="neuron")
     finally:
         memory.configure(memory.DEFAULT_CAPACITY, "default")
+
+
+@pytest.fixture
+def core():
+    from accel_neuron.emulator import native
+
+    if not native.load():
+        pytest.skip(f"the C++ core cannot be built here: {native.failure()}")
+    return native
+
+
+def test_the_cpp_core_and_memory_py_keep_the_same_statistics(core) -> None:
+    # the names come from the library (csrc/emulator.h's ACCEL_NEURON_EMU_STATS): one list per side, compared
+    from accel_neuron.emulator import memory
+    from accel_neuron.emulator.errors import EmulatorError
+
+    assert core.stat_names() == memory._KEYS
+    assert set(core.memory_get(0)) == set(memory._KEYS)
+
+    class Renamed:
+        @staticmethod
+        def stat_names() -> tuple[str, ...]:
+            return (*memory._KEYS[1:], "reserved")
+
+    with pytest.raises(EmulatorError, match=r"its list of statistics\) and memory\._KEYS must name the same"):
+        memory.use_native(Renamed())
+
+
+def test_a_device_past_the_cpp_cores_statistics_is_an_error_not_a_stray_write(core) -> None:
+    from accel_neuron.emulator.errors import EmulatorError
+
+    last = core.max_devices() - 1
+    assert core.max_devices() == 64 and set(core.memory_get(last).values()) == {0}
+    for index in (core.max_devices(), -1):
+        with pytest.raises(EmulatorError, match=rf"neuron:{index} has no memory statistics: .* devices 0\.\.{last}"):
+            core.memory_get(index)
+        with pytest.raises(EmulatorError, match=rf"neuron:{index} has no memory statistics"):
+            core.memory_set(index, dict.fromkeys(core.stat_names(), 1))
+    with pytest.raises(IndexError, match=r"neuron:64 has no memory statistics"):
+        torch.ops.accel_neuron_emu.to_neuron(torch.ones(3), 64)
+    assert set(core.memory_get(last).values()) == {0}

@@ -17,9 +17,8 @@ the same after a backward as before.
 
 What it costs: nothing for CPU and emulated-device work (the engine runs CPU work in the calling
 thread anyway). A process that also runs a real accelerator (CUDA) next to the emulator runs
-that device's backward in the calling thread too. With the compiled per-op path the C++ core
-also switches the setting off in each thread that makes a neuron storage (``csrc/fast_path.cpp``);
-a backward started from C++ alone (not through ``torch.autograd``) relies on that.
+that device's backward in the calling thread too. Both per-op paths leave a thread's setting
+alone when they make a neuron storage (the C++ core once switched it off there too).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The ``native`` storage path: the C++ core keeps every neuron storage's bookkeeping.
 
 With the compiled per-op path (``native.hot_path() == "native"``) the C++ core
-(``csrc/fast_path.cpp``) owns the CPU alias, the memory statistics and the data-pointer map of
+(``csrc/allocator.cpp``) owns the CPU alias, the memory statistics and the data-pointer map of
 every neuron storage, in the DataPtr context of the storage, so storages made by the compiled
 kernel and by the Python kernel are the same kind. :func:`path` builds the
 :class:`.storage.StoragePath` over the core's operators, for :func:`.storage.select`.

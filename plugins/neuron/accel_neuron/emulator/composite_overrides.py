@@ -28,31 +28,30 @@ from .compile import sdp_choice
 aten = torch.ops.aten
 
 
-def _dropout(input: torch.Tensor, p: float, train: bool) -> torch.Tensor:
+def _dropout_into(input: torch.Tensor, p: float, train: bool, in_place: bool) -> torch.Tensor:
     # The CPU path of aten::dropout (not the fused kernel): noise.bernoulli_(1-p).div_(1-p) * input.
+    # Twin: csrc/dropout.cpp, the compiled path's kernels (this one serves the Python per-op path, the
+    # path without a compiler): the same sub-ops in the same order, so the same random stream;
+    # test_emulator_hot_path.py's test_compiled_dropout_draws_the_python_kernels_stream_bitwise runs both.
     if p < 0 or p > 1:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not train or p == 0 or input.numel() == 0:
         return input
     if p == 1:
-        return input * torch.zeros((), dtype=input.dtype, device=input.device)
-    noise = torch.empty_like(input)
-    noise.bernoulli_(1 - p)
-    noise.div_(1 - p)
-    return input * noise
+        factor = torch.zeros((), dtype=input.dtype, device=input.device)
+    else:
+        factor = torch.empty_like(input)
+        factor.bernoulli_(1 - p)
+        factor.div_(1 - p)
+    return input.mul_(factor) if in_place else input * factor
+
+
+def _dropout(input: torch.Tensor, p: float, train: bool) -> torch.Tensor:
+    return _dropout_into(input, p, train, in_place=False)
 
 
 def _dropout_(input: torch.Tensor, p: float, train: bool) -> torch.Tensor:
-    if p < 0 or p > 1:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not train or p == 0 or input.numel() == 0:
-        return input
-    if p == 1:
-        return input.mul_(torch.zeros((), dtype=input.dtype, device=input.device))
-    noise = torch.empty_like(input)
-    noise.bernoulli_(1 - p)
-    noise.div_(1 - p)
-    return input.mul_(noise)
+    return _dropout_into(input, p, train, in_place=True)
 
 
 _FLASH = 1  # sdp::SDPBackend::flash_attention
@@ -113,7 +112,7 @@ def register(lib: torch.library.Library, compiled: bool = False) -> None:
     """Register the CPU-shaped kernels in `lib` (an aten IMPL library).
 
     `compiled`: the compiled per-op path is on; dropout then takes the C++ core's kernels
-    (``csrc/fast_path.cpp``: the same ops in the same order as :func:`_dropout`, so the same
+    (``csrc/dropout.cpp``: the same ops in the same order as :func:`_dropout_into`, so the same
     random stream) instead of these Python ones.
     """
     if compiled:

@@ -2,7 +2,7 @@
 
 On the ``python`` path the generic kernel (:func:`.fallback.run`) is the PrivateUse1 kernel. With
 the compiled per-op path (``native.hot_path() == "native"``) the PrivateUse1 kernels are the C++
-core's (``csrc/fast_path.cpp``); it hands every call it does not take itself to the PrivateUse3
+core's (``csrc/kernels.cpp``); it hands every call it does not take itself to the PrivateUse3
 key, where the Python kernels are registered instead. :func:`use_compiled_path` makes that choice,
 once, at install (``registration.register``), before any kernel is registered.
 """

@@ -10,8 +10,9 @@ or fail with internal asserts. This module patches the Python entry points:
   it (this also makes storage ``clone``, ``deepcopy`` and ``torch.load`` work), and
   ``UntypedStorage.resize_`` on a neuron storage moves it to new memory (FSDP frees
   and re-allocates parameter storage that way);
-* ``torch.accelerator.synchronize``/``empty_cache``/``memory_*`` route to
-  ``torch.neuron`` when they refer to the neuron device;
+* ``torch.accelerator.synchronize`` routes to ``torch.neuron`` when it refers to the neuron
+  device, and so do ``empty_cache``/``memory_*``/``get_memory_info`` on the Python per-op path (on the
+  compiled one the C++ core's c10 device allocator serves them: ``csrc/device_allocator.cpp``);
 * without the C++ core (``native.py``), ``Tensor.pin_memory()`` returns an unpinned CPU
   copy (with it, the core's pinned-memory allocator serves it and ``is_pinned()`` is true).
 
@@ -91,24 +92,26 @@ def _patch_accelerator() -> None:
     import torch.accelerator as acc
     import torch.accelerator.memory as accmem
 
-    targets = {
-        "synchronize": device_module.synchronize,
-        "memory_stats": device_module.memory_stats,
-        "memory_allocated": device_module.memory_allocated,
-        "max_memory_allocated": device_module.max_memory_allocated,
-        "memory_reserved": device_module.memory_reserved,
-        "max_memory_reserved": device_module.max_memory_reserved,
-        "reset_accumulated_memory_stats": device_module.reset_accumulated_memory_stats,
-        "reset_peak_memory_stats": device_module.reset_peak_memory_stats,
-        "get_memory_info": _memory_info,
-    }
+    targets: dict[str, Any] = {"synchronize": device_module.synchronize}
+    if not memory.in_core():
+        # With the C++ core its c10 device allocator serves these (csrc/device_allocator.cpp).
+        targets |= {
+            "memory_stats": device_module.memory_stats,
+            "memory_allocated": device_module.memory_allocated,
+            "max_memory_allocated": device_module.max_memory_allocated,
+            "memory_reserved": device_module.memory_reserved,
+            "max_memory_reserved": device_module.max_memory_reserved,
+            "reset_accumulated_memory_stats": device_module.reset_accumulated_memory_stats,
+            "reset_peak_memory_stats": device_module.reset_peak_memory_stats,
+            "get_memory_info": _memory_info,
+        }
     for name, target in targets.items():
         for mod in (acc, accmem):
             original = getattr(mod, name, None)
             if original is not None:
                 setattr(mod, name, _route(name, target, original))
     for mod in (acc, accmem):
-        if hasattr(mod, "empty_cache"):
+        if hasattr(mod, "empty_cache") and not memory.in_core():
             mod.empty_cache = device_module.empty_cache
 
 

@@ -22,6 +22,9 @@ from typing import Any
 
 import torch
 
+#: The statistics kept per device. The C++ core keeps the same (``csrc/emulator.h``'s
+#: ACCEL_NEURON_EMU_STATS, read through ``native.stat_names()``): :func:`use_native` refuses a core
+#: that names others, and a test compares the two.
 _KEYS = (
     "allocated",
     "peak",
@@ -47,7 +50,7 @@ DEFAULT_CAPACITY = 24 * 2**30
 _DEFAULT_SOURCE = "default: a Trainium2 logical NeuronCore's 24 GiB of HBM"
 _capacity: dict[str, Any] = {"bytes": DEFAULT_CAPACITY, "source": _DEFAULT_SOURCE}
 
-# The two out-of-memory messages, CUDA's wording; `{...}` fields are filled here and in csrc/fast_path.cpp.
+# The two out-of-memory messages, CUDA's wording; `{...}` fields are filled here and in csrc/allocator.cpp.
 _DEVICE_OOM = (
     "neuron out of memory. Tried to allocate {size}. Device neuron:{index} has a total capacity of {total} "
     "of which {free} is free. Of the allocated memory {allocated} is allocated by PyTorch, and 0 bytes is "
@@ -146,21 +149,39 @@ def ensure(count: int) -> None:
 
 
 def use_native(core: Any) -> None:
-    """Read and reset the statistics in the C++ core (``native``), which counts every neuron storage."""
+    """Read and reset the statistics in the C++ core (``native``), which counts every neuron storage.
+
+    The core's c10 device allocator is registered too: ``torch.accelerator``'s memory functions read
+    the same statistics through c10 (:func:`in_core`; ``limits.py`` routes them here otherwise).
+    """
     global _native
+    if tuple(core.stat_names()) != _KEYS:
+        from .errors import EmulatorError
+
+        raise EmulatorError(
+            f"the neuron emulator's C++ core keeps the memory statistics {', '.join(core.stat_names())}, "
+            f"memory.py {', '.join(_KEYS)}: csrc/emulator.h (its list of statistics) and memory._KEYS must "
+            "name the same statistics in the same order; change both"
+        )
     _native = core
     configure(_capacity["bytes"], _capacity["source"])
+    core.register_device_allocator()
+
+
+def in_core() -> bool:
+    """Whether the C++ core keeps the statistics (the compiled per-op path), readable through c10's allocator API."""
+    return _native is not None
 
 
 def _state(index: int) -> dict[str, int]:
     if _native is not None:
-        return dict(zip(_KEYS, _native.memory_get(index), strict=True))
+        return dict(_native.memory_get(index))
     return _states[index]
 
 
 def _store(index: int, s: dict[str, int]) -> None:
     if _native is not None:
-        _native.memory_set(index, [s[k] for k in _KEYS])
+        _native.memory_set(index, s)
 
 
 def allocate(nbytes: int, index: int = 0) -> None:
@@ -196,19 +217,30 @@ def peak(index: int = 0) -> int:
 
 
 def reset_peak(index: int = 0) -> None:
-    """Set the peak statistics of device `index` to the current values."""
-    s = _state(index)
+    """Set the peak statistics of device `index` to the current values.
+
+    With the C++ core, its reset_peak_stats (csrc/allocator.cpp, also torch.accelerator's through c10) does it.
+    """
+    if _native is not None:
+        _native.reset_peak(index)
+        return
+    s = _states[index]
     s["peak"] = s["allocated"]
     s["peak_count"] = s["current_count"]
-    _store(index, s)
 
 
 def reset_accumulated(index: int = 0) -> None:
-    """Zero the accumulated (ever allocated / freed) counters of device `index`."""
-    s = _state(index)
+    """Zero the accumulated (ever allocated / freed) counters of device `index`.
+
+    With the C++ core, its reset_accumulated_stats (csrc/allocator.cpp, also torch.accelerator's through c10)
+    does it.
+    """
+    if _native is not None:
+        _native.reset_accumulated(index)
+        return
+    s = _states[index]
     for key in ("alloc_count", "free_count", "allocated_total", "freed_total", "num_ooms"):
         s[key] = 0
-    _store(index, s)
 
 
 def stats(index: int = 0) -> dict[str, Any]:

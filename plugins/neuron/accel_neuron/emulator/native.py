@@ -8,8 +8,9 @@ the current device cannot be anything else. ``csrc/device_guard.cpp`` replaces i
 ``csrc/runtime.cpp`` implements PyTorch's PrivateUse1 hooks interface, which Python
 cannot: device generators (``torch.Generator(device="neuron")``), pinned host memory
 (``Tensor.pin_memory()``/``is_pinned()``), device count and current device for
-``torch.accelerator``. ``csrc/fast_path.cpp`` is the compiled per-op path and the storage
-bookkeeping it needs (see :func:`hot_path`). All are compiled into one library with
+``torch.accelerator``. The other files are the compiled per-op path and the storage
+bookkeeping it needs (see :func:`hot_path`), one concern per file with the declarations they share in
+``csrc/emulator.h`` (its opening comment lists them). All are compiled into one library with
 ``torch.utils.cpp_extension`` into ``$TORCH_EXTENSIONS_DIR`` (default
 ``~/.cache/torch_extensions``) the first time the emulator installs, and reused after. The
 cache folder is keyed by the sources' content (not the checkout's path: the sources are
@@ -37,10 +38,28 @@ import torch
 log = logging.getLogger("accel_neuron.emulator")
 
 _NAME = "accel_neuron_emulator_guard"
+_CSRC = Path(__file__).with_name("csrc")
+#: The C++ sources compiled into the library (every ``csrc/*.cpp``, in this order).
 _SOURCES = [
-    Path(__file__).with_name("csrc") / name
-    for name in ("device_guard.cpp", "runtime.cpp", "fast_path.cpp")
+    _CSRC / name
+    for name in (
+        "device_guard.cpp",
+        "runtime.cpp",
+        "allocator.cpp",
+        "device_allocator.cpp",
+        "views.cpp",
+        "plans.cpp",
+        "kernels.cpp",
+        "typed_kernels.cpp",
+        "dropout.cpp",
+        "registration.cpp",
+    )
 ]
+#: The headers they include: copied next to them and part of the cache folder's key, not compiled.
+_HEADERS = [_CSRC / "emulator.h"]
+#: Compiler flags (part of the cache folder's key). Hidden visibility: calls between the files stay
+#: direct (no PLT); the extern "C" entry points are exported in the sources.
+_CFLAGS = ["-O2", "-fvisibility=hidden"]
 
 _lib: ctypes.CDLL | None = None
 _pylib: ctypes.PyDLL | None = None
@@ -58,9 +77,10 @@ def _build_directory() -> Path:
     # the build's commit, not __version__: the library depends on the binary, and a reported version
     # can be faked (the emulator's untested-release test does) without rebuilding
     build = getattr(torch.version, "git_version", None) or torch.__version__
-    # and the sources' hash: checkouts with other sources (another branch, an older install) get their
-    # own folder instead of rebuilding one library in turn
-    digest = hashlib.sha256(b"".join(s.read_bytes() for s in _SOURCES)).hexdigest()[:12]
+    # and the sources' (and flags') hash: checkouts with other sources (another branch, an older install)
+    # get their own folder instead of rebuilding one library in turn
+    content = b"".join(s.read_bytes() for s in [*_SOURCES, *_HEADERS]) + " ".join(_CFLAGS).encode()
+    digest = hashlib.sha256(content).hexdigest()[:12]
     tag = f"torch{build[:12]}-py{sys.version_info[0]}{sys.version_info[1]}-src{digest}".replace("+", "_")
     path = Path(root) / f"{_NAME}-{tag}"
     path.mkdir(parents=True, exist_ok=True)
@@ -72,22 +92,23 @@ _BUILT = "built"
 
 
 def _sources_in(directory: Path) -> list[Path]:
-    """The C++ sources, copied into `directory`/src (written only when missing or different).
+    """The C++ sources, copied into `directory`/src with their headers (written only when missing or different).
 
     cpp_extension writes the sources' absolute paths into build.ninja: building from copies at
     one path per content keeps build.ninja identical for every checkout, so none rebuilds another's.
+    Returns the copies of the sources (the headers are found next to them).
     """
     from accel_abstraction.safe_io import atomic_write
 
     folder = directory / "src"
     folder.mkdir(exist_ok=True)
     copies = []
-    for source in _SOURCES:
+    for source in [*_SOURCES, *_HEADERS]:
         copy, data = folder / source.name, source.read_bytes()
         if not copy.exists() or copy.read_bytes() != data:
             atomic_write(copy, data, what="the neuron emulator's C++ source")
         copies.append(copy)
-    return copies
+    return copies[: len(_SOURCES)]
 
 
 def _compile(sources: list[Path], directory: Path) -> None:
@@ -98,7 +119,7 @@ def _compile(sources: list[Path], directory: Path) -> None:
         name=_NAME,
         sources=[str(s) for s in sources],
         build_directory=str(directory),
-        extra_cflags=["-O2"],
+        extra_cflags=_CFLAGS,
         is_python_module=False,
         verbose=False,
     )
@@ -131,7 +152,7 @@ def _build() -> str:
 
 def load() -> bool:
     """Build (or reuse) and load the C++ core once; False (reason kept, one warning) when it cannot."""
-    global _lib, _pylib, _failure
+    global _lib, _pylib, _failure, _stat_names, _max_devices
     if _lib is not None or _failure is not None:
         return _lib is not None
     try:
@@ -141,8 +162,15 @@ def load() -> bool:
         lib.accel_neuron_emulator_set_current_device.argtypes = [ctypes.c_int]
         lib.accel_neuron_emulator_enable_fast_path.argtypes = [ctypes.c_char_p] * 4
         lib.accel_neuron_emulator_last_error.restype = ctypes.c_char_p
-        lib.accel_neuron_emulator_memory_get.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int64)]
-        lib.accel_neuron_emulator_memory_set.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int64)]
+        for name in ("memory_get", "memory_set"):
+            getattr(lib, f"accel_neuron_emulator_{name}").argtypes = [
+                ctypes.c_int,
+                ctypes.POINTER(ctypes.c_int64),
+                ctypes.c_int,
+            ]
+        lib.accel_neuron_emulator_stat_names.restype = ctypes.c_char_p
+        lib.accel_neuron_emulator_reset_peak_stats.argtypes = [ctypes.c_int]
+        lib.accel_neuron_emulator_reset_accumulated_stats.argtypes = [ctypes.c_int]
         lib.accel_neuron_emulator_set_memory_capacity.argtypes = [ctypes.c_int64, ctypes.c_char_p, ctypes.c_char_p]
         lib.accel_neuron_emulator_device_used.argtypes = [ctypes.c_int]
         lib.accel_neuron_emulator_path_counts.argtypes = [ctypes.POINTER(ctypes.c_int64)]
@@ -163,6 +191,8 @@ def load() -> bool:
         )
         return False
     _lib, _pylib = lib, pylib
+    _stat_names = tuple(lib.accel_neuron_emulator_stat_names().decode().split())
+    _max_devices = int(lib.accel_neuron_emulator_max_devices())
     return True
 
 
@@ -197,12 +227,28 @@ def failure() -> str | None:
 
 #: Environment variable choosing the per-op path: ``native`` (default: the compiled kernel when the
 #: C++ core is built) or ``python`` (every op through ``fallback.py``, as without a compiler).
-HOT_PATH_ENV = "ACCEL_NEURON_EMULATOR_HOT_PATH"
 _HOT_PATHS = ("native", "python")
 
 
-#: Devices the compiled per-op path keeps memory statistics for (``kMaxDevices`` in csrc/fast_path.cpp).
-MAX_DEVICES = 64
+# Read from the loaded library (csrc/emulator.h's kMaxDevices and ACCEL_NEURON_EMU_STATS), not kept here.
+_max_devices = 0
+_stat_names: tuple[str, ...] = ()
+
+
+def max_devices() -> int:
+    """Devices the compiled per-op path keeps memory statistics for (the C++ core's ``kMaxDevices``).
+
+    0 when the core is not loaded.
+    """
+    return _max_devices
+
+
+def stat_names() -> tuple[str, ...]:
+    """The memory statistics the C++ core keeps per device, in its order (``memory._KEYS``'s names).
+
+    Empty when the core is not loaded.
+    """
+    return _stat_names
 
 
 def hot_path(count: int = 1) -> str:
@@ -210,26 +256,37 @@ def hot_path(count: int = 1) -> str:
 
     ``native`` when the C++ core is loaded and ``ACCEL_NEURON_EMULATOR_HOT_PATH`` is unset or
     ``native``; ``python`` when it is ``python``, the core could not be built, or more than
-    :data:`MAX_DEVICES` devices (`count`) are emulated. Read once at install.
+    :func:`max_devices` devices (`count`) are emulated. Read once at install.
     """
-    value = os.environ.get(HOT_PATH_ENV, "native").strip().lower() or "native"
+    from accel_abstraction.environment import read
+
+    from ..settings import HOT_PATH
+
+    value = (read(HOT_PATH) or "native").strip().lower() or "native"
     if value not in _HOT_PATHS:
         from .errors import EmulatorError
 
         raise EmulatorError(
-            f"{HOT_PATH_ENV}={value!r} (environment) is not one of {', '.join(_HOT_PATHS)}: "
+            f"{HOT_PATH.name}={value!r} (environment) is not one of {', '.join(_HOT_PATHS)}: "
             "set it to 'native' (the compiled per-op path) or 'python' (the pure-Python one)"
         )
     if value == "python" or not load():
         return "python"
-    if count > MAX_DEVICES:
+    if count > max_devices():
         log.warning(
             "neuron emulator: %d devices, the compiled per-op path serves up to %d: using the Python one",
             count,
-            MAX_DEVICES,
+            max_devices(),
         )
         return "python"
     return "native"
+
+
+def _raise_last_error(what: str) -> None:
+    from .errors import EmulatorError
+
+    assert _lib is not None
+    raise EmulatorError(f"{what}: {_lib.accel_neuron_emulator_last_error().decode()}")
 
 
 def enable_fast_path(slow_ops: list[str], copy_ops: list[str], views: list[str], explicit_ops: list[str]) -> None:
@@ -244,37 +301,52 @@ def enable_fast_path(slow_ops: list[str], copy_ops: list[str], views: list[str],
         *("\n".join(names).encode() for names in (slow_ops, copy_ops, views, explicit_ops))
     )
     if rc != 0:
-        from .errors import EmulatorError
-
-        reason = _lib.accel_neuron_emulator_last_error().decode()
-        raise EmulatorError(f"the neuron emulator could not register its compiled per-op kernel: {reason}")
+        _raise_last_error("the neuron emulator could not register its compiled per-op kernel")
 
 
 def enable_native_dropout() -> None:
     """Register the C++ core's ``aten::dropout``/``dropout_`` kernels (the CPU's decomposition) on neuron."""
     assert _lib is not None
     if _lib.accel_neuron_emulator_enable_native_dropout() != 0:
-        from .errors import EmulatorError
-
-        reason = _lib.accel_neuron_emulator_last_error().decode()
-        raise EmulatorError(f"the neuron emulator could not register its compiled dropout kernels: {reason}")
+        _raise_last_error("the neuron emulator could not register its compiled dropout kernels")
 
 
-_Stats = ctypes.c_int64 * 9  # memory._KEYS (fast_path.cpp's kStats)
-
-
-def memory_get(index: int) -> list[int]:
-    """The C++ core's memory statistics of device `index` (``memory._KEYS`` order)."""
+def memory_get(index: int) -> dict[str, int]:
+    """The C++ core's memory statistics of device `index`, by name (:func:`stat_names`)."""
     assert _lib is not None
-    out = _Stats()
-    _lib.accel_neuron_emulator_memory_get(index, out)
-    return list(out)
+    out = (ctypes.c_int64 * len(_stat_names))()
+    if _lib.accel_neuron_emulator_memory_get(index, out, len(_stat_names)) != 0:
+        _raise_last_error(f"the neuron emulator could not read the memory statistics of neuron:{index}")
+    return dict(zip(_stat_names, out, strict=True))
 
 
-def memory_set(index: int, values: list[int]) -> None:
-    """Overwrite the C++ core's memory statistics of device `index`."""
+def memory_set(index: int, values: dict[str, int]) -> None:
+    """Overwrite the C++ core's memory statistics of device `index` (`values`: every name of :func:`stat_names`)."""
     assert _lib is not None
-    _lib.accel_neuron_emulator_memory_set(index, _Stats(*values))
+    row = (ctypes.c_int64 * len(_stat_names))(*(values[name] for name in _stat_names))
+    if _lib.accel_neuron_emulator_memory_set(index, row, len(_stat_names)) != 0:
+        _raise_last_error(f"the neuron emulator could not set the memory statistics of neuron:{index}")
+
+
+def register_device_allocator() -> None:
+    """Register the C++ core's c10 device allocator for PrivateUse1 (torch.accelerator's memory functions read it)."""
+    assert _lib is not None
+    if _lib.accel_neuron_emulator_register_device_allocator() != 0:
+        _raise_last_error("the neuron emulator could not register its c10 device allocator")
+
+
+def reset_peak(index: int) -> None:
+    """Set the peak statistics of device `index` to the current values, in the C++ core."""
+    assert _lib is not None
+    if _lib.accel_neuron_emulator_reset_peak_stats(index) != 0:
+        _raise_last_error(f"the neuron emulator could not reset the peak memory statistics of neuron:{index}")
+
+
+def reset_accumulated(index: int) -> None:
+    """Zero the accumulated memory statistics (ever allocated, freed, OOMs) of device `index`, in the C++ core."""
+    assert _lib is not None
+    if _lib.accel_neuron_emulator_reset_accumulated_stats(index) != 0:
+        _raise_last_error(f"the neuron emulator could not reset the memory statistics of neuron:{index}")
 
 
 def memory_capacity(nbytes: int, device_message: str, host_message: str) -> None:

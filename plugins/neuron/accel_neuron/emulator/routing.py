@@ -2,7 +2,7 @@
 
 Read by the Python kernel (``fallback.py``), the explicit kernels (``kernels.py``), the
 registration (``registration.py``) and, through :func:`compiled_path_tables`, by the C++
-core's compiled per-op path (``csrc/fast_path.cpp``, handed the names at install by
+core's compiled per-op path (``csrc/plans.cpp``, handed the names at install by
 ``native.enable_fast_path``). An op not named here takes the common case: the compiled
 kernel when it can (``make_plan`` in the C++ core: dense neuron tensors on one device, no
 generator, not random), else the Python kernel.

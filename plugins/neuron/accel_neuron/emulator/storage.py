@@ -5,7 +5,7 @@ touch its data directly: they get a zero-copy CPU view over a *non-resizable* CP
 aliases the same memory, and map CPU results back to neuron tensors over the same memory. Two
 implementations keep the bookkeeping (the CPU alias, memory statistics, the data-pointer map):
 
-* ``native``: the C++ core (``csrc/fast_path.cpp``, :mod:`.compiled_storage`), with the
+* ``native``: the C++ core (``csrc/allocator.cpp``, :mod:`.compiled_storage`), with the
   compiled per-op path, so storages made by the compiled and by the Python kernel are one kind;
 * ``python``: :mod:`.python_storage`, when the compiled path is off
   (``ACCEL_NEURON_EMULATOR_HOT_PATH=python``, or no C++ compiler).

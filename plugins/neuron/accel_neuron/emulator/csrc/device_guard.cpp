@@ -7,7 +7,9 @@
 // device is thread-local (as CUDA's), the device count is the emulator's, and streams and
 // events are no-ops (the emulator executes synchronously on the CPU).
 //
-// It includes only c10 headers and exposes plain C functions, loaded with ctypes.
+// It exposes plain C functions (declared in emulator.h), loaded with ctypes.
+
+#include "emulator.h"
 
 #include <c10/core/Device.h>
 #include <c10/core/DeviceType.h>
@@ -17,7 +19,7 @@
 
 namespace {
 
-constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
+constexpr c10::DeviceType kType = accel_neuron_emu::kNeuron;
 thread_local c10::DeviceIndex current_index = 0;
 c10::DeviceIndex device_count = 1;
 
@@ -82,6 +84,7 @@ struct EmulatorDeviceGuard final : public c10::impl::DeviceGuardImplInterface {
 
 }  // namespace
 
+#pragma GCC visibility push(default)  // the C entry points ctypes loads (the rest is hidden)
 extern "C" {
 
 // Register the guard for PrivateUse1 with `count` devices (replacing the Python one).
@@ -105,3 +108,4 @@ void accel_neuron_emulator_set_current_device(int index) {
 }
 
 }  // extern "C"
+#pragma GCC visibility pop

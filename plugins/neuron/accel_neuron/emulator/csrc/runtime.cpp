@@ -21,6 +21,8 @@
 // C entry points for ctypes (loaded with ctypes.PyDLL: they run with the GIL held and report
 // errors as Python exceptions).
 
+#include "emulator.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Generator.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
@@ -34,17 +36,14 @@
 
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <unordered_set>
 #include <vector>
 
-extern "C" int accel_neuron_emulator_current_device();
-extern "C" int accel_neuron_emulator_device_count();
-extern "C" void accel_neuron_emulator_set_current_device(int index);
-
 namespace {
 
-constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
+using accel_neuron_emu::kNeuron;
 
 // Keep in step with rng.py (_ADD, _MUL, _DEFAULT_SEED); a test compares the two.
 constexpr uint64_t kAdd = 0x9E3779B97F4A7C15ULL;
@@ -85,7 +84,7 @@ c10::DeviceIndex resolve(c10::DeviceIndex index) {
 class NeuronGenerator final : public c10::GeneratorImpl {
  public:
   NeuronGenerator(c10::DeviceIndex index, at::Generator cpu)
-      : c10::GeneratorImpl(c10::Device(kType, index), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)),
+      : c10::GeneratorImpl(c10::Device(kNeuron, index), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)),
         cpu_(std::move(cpu)) {}
 
   void set_current_seed(uint64_t seed) override {
@@ -149,12 +148,15 @@ void free_pinned(void* ptr) {
 
 struct PinnedAllocator final : public c10::Allocator {
   c10::DataPtr allocate(size_t n) override {
-    void* ptr = n == 0 ? nullptr : c10::alloc_cpu(n);
+    const c10::Device cpu_device(c10::DeviceType::CPU);
+    // owned until the DataPtr takes it: a failed insert frees it
+    std::unique_ptr<void, void (*)(void*)> memory(n == 0 ? nullptr : c10::alloc_cpu(n), &c10::free_cpu);
+    void* ptr = memory.get();
     if (ptr != nullptr) {
       std::lock_guard<std::mutex> lock(pinned_mutex);
       pinned.insert(ptr);
     }
-    return {ptr, ptr, &free_pinned, c10::Device(c10::DeviceType::CPU)};
+    return {memory.release(), ptr, &free_pinned, cpu_device};
   }
   c10::DeleterFnPtr raw_deleter() const override {
     return &free_pinned;
@@ -218,7 +220,7 @@ struct EmulatorHooks final : public at::PrivateUse1HooksInterface {
   }
   at::Device getDeviceFromPtr(void* /*data*/) const override {
     // Emulated device memory is CPU memory: a pointer alone does not say which device owns it.
-    return c10::Device(kType, static_cast<c10::DeviceIndex>(accel_neuron_emulator_current_device()));
+    return c10::Device(kNeuron, static_cast<c10::DeviceIndex>(accel_neuron_emulator_current_device()));
   }
 };
 
@@ -231,7 +233,7 @@ PyObject* fail(const std::exception& e) {
 
 // The CPU generator behind the default generator of device `index` (what the Python kernel passes
 // to CPU kernels as rng.generators[index]); an undefined Generator when there is none yet.
-at::Generator accel_neuron_emulator_default_cpu_generator(int index) {
+at::Generator accel_neuron_emu::default_cpu_generator(int index) {
   std::lock_guard<std::mutex> lock(generators_mutex);
   if (index < 0 || static_cast<size_t>(index) >= default_generators.size()) {
     return at::Generator();
@@ -239,6 +241,7 @@ at::Generator accel_neuron_emulator_default_cpu_generator(int index) {
   return static_cast<NeuronGenerator*>(default_generators[index].unsafeGetGeneratorImpl())->cpu();
 }
 
+#pragma GCC visibility push(default)  // the C entry points ctypes loads (the rest is hidden)
 extern "C" {
 
 // Seeds of neuron generators mixed (1, the default: the device's own streams) or taken as given
@@ -304,3 +307,4 @@ PyObject* accel_neuron_emulator_cpu_generator(PyObject* generator) {
 }
 
 }  // extern "C"
+#pragma GCC visibility pop

@@ -1,0 +1,385 @@
+// Neuron storages and the memory statistics of the emulated devices.
+//
+// A neuron storage is a PrivateUse1 c10::StorageImpl whose DataPtr points at CPU memory and whose
+// DataPtr context (NeuronMemory) holds everything the emulator keeps per allocation: the CPU storage
+// that owns the memory (kept alive), a non-resizable CPU storage over it (what CPU kernels get, so no
+// kernel can reallocate memory under a neuron storage), the device index and the size counted in the
+// memory statistics. A fresh CPU storage (a kernel's result: nothing else holds it, its memory came
+// from the CPU allocator) is taken over: made non-resizable, it is both; any other gets a separate
+// non-resizable alias. The context is freed with the DataPtr, which is when the allocation is counted
+// as freed; swapping or replacing a storage's DataPtr (resize) moves the bookkeeping with the memory.
+// A map from data pointer to (weak) neuron storage finds the neuron storage of a CPU result over
+// memory that already belongs to one (views, in-place results).
+//
+// Each device has a capacity (memory.py's emulate_memory): an allocation past it is refused with
+// c10::OutOfMemoryError in CUDA's words before anything is counted or kept.
+
+#include "emulator.h"
+
+#include <c10/core/AutogradState.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+namespace accel_neuron_emu {
+namespace {
+
+// ---- memory statistics ---------------------------------------------------------------------
+
+using DeviceStats = std::array<int64_t, kStatCount>;
+
+// One lock for the memory statistics and the pointer map below: a storage's birth and death touch both.
+std::mutex stats_mutex;
+std::array<DeviceStats, kMaxDevices> stats{};
+std::atomic<bool> device_used{false};
+
+// Every device's memory (bytes) and the out-of-memory messages (memory.py's templates, set at install).
+std::atomic<int64_t> capacity{int64_t(24) << 30};
+std::string device_oom_message;
+std::string host_oom_message;
+
+// The statistics of device `index`, or null past the devices kept. Caller holds stats_mutex.
+DeviceStats* find_stats(int index) {
+  return index >= 0 && index < kMaxDevices ? &stats[static_cast<size_t>(index)] : nullptr;
+}
+
+// The statistics of device `index`; c10::IndexError (Python's IndexError) past the devices kept.
+// Caller holds stats_mutex.
+DeviceStats& stats_of(int index) {
+  DeviceStats* s = find_stats(index);
+  TORCH_CHECK_INDEX(
+      s != nullptr, "neuron:", index, " has no memory statistics: the neuron emulator's compiled per-op path keeps "
+      "them for devices 0..", kMaxDevices - 1, " (emulate fewer devices, or use ACCEL_NEURON_EMULATOR_HOT_PATH=python)");
+  return *s;
+}
+
+void check_count(int count) {
+  TORCH_CHECK_INDEX(
+      count == kStatCount, "the neuron emulator's C++ core keeps ", static_cast<int>(kStatCount),
+      " memory statistics per device, and was asked for ", count,
+      " (native.py and the built library disagree: rebuild it, see native.py)");
+}
+
+// `nbytes` as CUDA's out-of-memory messages write sizes (memory.py's format_size).
+std::string format_size(int64_t nbytes) {
+  char buf[64];
+  if (nbytes < 1024) {
+    std::snprintf(buf, sizeof(buf), "%lld bytes", static_cast<long long>(nbytes));
+  } else if (nbytes < (int64_t(1) << 20)) {
+    std::snprintf(buf, sizeof(buf), "%.2f KiB", static_cast<double>(nbytes) / 1024.0);
+  } else if (nbytes < (int64_t(1) << 30)) {
+    std::snprintf(buf, sizeof(buf), "%.2f MiB", static_cast<double>(nbytes) / 1048576.0);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2f GiB", static_cast<double>(nbytes) / 1073741824.0);
+  }
+  return buf;
+}
+
+void fill(std::string& text, const std::string& field, const std::string& value) {
+  for (size_t at = text.find(field); at != std::string::npos; at = text.find(field, at + value.size())) {
+    text.replace(at, field.size(), value);
+  }
+}
+
+// The out-of-memory message for `nbytes` more on device `index` holding `held` (`reason`: the host's).
+std::string oom_message(int64_t nbytes, int index, int64_t held, const std::string* reason) {
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex);  // every raise builds its message here: count it (num_ooms)
+    stats_of(index)[kNumOoms] += 1;
+  }
+  std::string text = reason == nullptr ? device_oom_message : host_oom_message;
+  int64_t total = capacity.load(std::memory_order_relaxed);
+  fill(text, "{size}", format_size(nbytes));
+  fill(text, "{index}", std::to_string(index));
+  fill(text, "{total}", format_size(total));
+  fill(text, "{free}", format_size(std::max<int64_t>(total - held, 0)));
+  fill(text, "{allocated}", format_size(held));
+  if (reason != nullptr) fill(text, "{reason}", *reason);
+  return text;
+}
+
+int64_t allocated_on(int index) {
+  std::lock_guard<std::mutex> lock(stats_mutex);
+  return stats_of(index)[kAllocated];
+}
+
+// Caller holds stats_mutex.
+void count_allocation_locked(DeviceStats& s, int64_t nbytes) {
+  s[kAllocated] += nbytes;
+  s[kAllocCount] += 1;
+  s[kAllocatedTotal] += nbytes;
+  s[kCurrentCount] += 1;
+  if (s[kAllocated] > s[kPeak]) s[kPeak] = s[kAllocated];
+  if (s[kCurrentCount] > s[kPeakCount]) s[kPeakCount] = s[kCurrentCount];
+}
+
+// Caller holds stats_mutex.
+void count_free_locked(DeviceStats& s, int64_t nbytes) {
+  s[kAllocated] -= nbytes;
+  s[kFreeCount] += 1;
+  s[kFreedTotal] += nbytes;
+  s[kCurrentCount] -= 1;
+}
+
+// ---- storages ------------------------------------------------------------------------------
+
+// DataPtr context of a CPU alias: keeps the owning CPU storage alive.
+struct AliasContext {
+  c10::Storage owner;
+};
+
+void delete_alias(void* ctx) {
+  delete static_cast<AliasContext*>(ctx);
+}
+
+struct MapEntry {
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+  const NeuronMemory* memory;
+};
+std::unordered_map<const void*, MapEntry> by_ptr;  // data pointer -> the neuron storage over it (stats_mutex)
+
+// The CPU storage that really owns the memory of `cpu` (an alias hands out its owner).
+c10::Storage owner_of(const c10::Storage& cpu) {
+  const c10::DataPtr& dp = cpu.data_ptr();
+  if (dp.get_deleter() == &delete_alias) {
+    return static_cast<AliasContext*>(dp.get_context())->owner;
+  }
+  return cpu;
+}
+
+c10::DeleterFnPtr cpu_deleter = nullptr;  // the CPU allocator's: memory a storage allocated itself
+
+// Whether CPU storage `cpu` is fresh: nothing but its one tensor holds it, and its memory is its own
+// (the CPU allocator's), so no neuron storage is over that memory yet.
+inline bool is_fresh(const c10::Storage& cpu) {
+  return cpu.use_count() == 1 && cpu_deleter != nullptr && cpu.data_ptr().get_deleter() == cpu_deleter;
+}
+
+// A non-resizable CPU storage over the `nbytes` at `ptr`, keeping `owner` alive.
+c10::Storage alias_over(void* ptr, int64_t nbytes, const c10::Storage& owner) {
+  const c10::Device cpu_device(c10::DeviceType::CPU);
+  auto ctx = std::make_unique<AliasContext>(AliasContext{owner});
+  c10::DataPtr dp(ptr, ctx.release(), &delete_alias, cpu_device);  // owns the context from here
+  return c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), nbytes, std::move(dp), /*allocator=*/nullptr, /*resizable=*/false));
+}
+
+// A DataPtr for neuron memory over `cpu`'s bytes on device `index`, counted as allocated. `take_over`
+// (a fresh `cpu`): `cpu` becomes non-resizable and is handed to CPU kernels itself, without an alias.
+//
+// Past the device's capacity it throws c10::OutOfMemoryError before anything is counted or kept: the
+// context is owned by a unique_ptr until the DataPtr takes it (nothing between the two can throw), and
+// is counted (its nbytes set) only in the same locked step that checks the capacity, so a refused or
+// failed allocation frees the context and leaves the statistics and the pointer map as they were.
+c10::DataPtr neuron_data_ptr(const c10::Storage& cpu, int index, c10::StorageImpl* for_storage, bool take_over) {
+  const c10::Device device(kNeuron, static_cast<c10::DeviceIndex>(index));
+  auto mem = std::make_unique<NeuronMemory>();
+  void* ptr = const_cast<void*>(cpu.data_ptr().get());
+  int64_t nbytes = static_cast<int64_t>(cpu.nbytes());
+  mem->ptr = ptr;
+  mem->nbytes = 0;  // not counted yet: the destructor uncounts only what was counted
+  mem->index = index;
+  if (take_over) {
+    mem->owner = cpu;
+    mem->alias = cpu;
+  } else {
+    mem->owner = owner_of(cpu);
+    mem->alias = alias_over(ptr, nbytes, mem->owner);
+  }
+  if (nbytes != 0) {
+    MapEntry entry{c10::weak_intrusive_ptr<c10::StorageImpl>(
+                       c10::intrusive_ptr<c10::StorageImpl>::unsafe_reclaim_from_nonowning(for_storage)),
+                   mem.get()};
+    std::unique_lock<std::mutex> lock(stats_mutex);
+    DeviceStats& s = stats_of(index);
+    int64_t held = s[kAllocated];
+    if (held + nbytes > capacity.load(std::memory_order_relaxed)) {
+      lock.unlock();
+      TORCH_CHECK_WITH(OutOfMemoryError, false, oom_message(nbytes, index, held, nullptr));
+    }
+    auto it = by_ptr.find(ptr);
+    if (it != by_ptr.end()) {
+      it->second = std::move(entry);
+    } else {
+      by_ptr.emplace(ptr, std::move(entry));
+    }
+    count_allocation_locked(s, nbytes);
+    mem->nbytes = nbytes;
+  }
+  if (take_over) cpu.unsafeGetStorageImpl()->set_resizable(false);
+  c10::DataPtr dp(ptr, mem.release(), &delete_memory, device);  // owns the context from here
+  device_used.store(true, std::memory_order_relaxed);
+  return dp;
+}
+
+c10::intrusive_ptr<c10::StorageImpl> new_storage_over(const c10::Storage& cpu, int index, bool take_over) {
+  // The StorageImpl first (with an empty DataPtr), so the map can point at it.
+  auto st = c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), 0,
+      c10::DataPtr(nullptr, c10::Device(kNeuron, static_cast<c10::DeviceIndex>(index))),
+      /*allocator=*/nullptr, /*resizable=*/false);
+  st->set_data_ptr_noswap(neuron_data_ptr(cpu, index, st.get(), take_over));
+  st->set_nbytes(cpu.nbytes());
+  return st;
+}
+
+// The neuron storage over the memory of CPU storage `cpu`: the existing one (its device wins), or
+// a new one on device `*index`.
+c10::intrusive_ptr<c10::StorageImpl> neuron_storage_for(const c10::Storage& cpu, int* index) {
+  const void* ptr = cpu.data_ptr().get();
+  size_t nbytes = cpu.nbytes();
+  if (is_fresh(cpu)) {
+    return new_storage_over(cpu, *index, /*take_over=*/true);
+  }
+  if (nbytes != 0 && ptr != nullptr) {
+    c10::intrusive_ptr<c10::StorageImpl> found;
+    {
+      std::lock_guard<std::mutex> lock(stats_mutex);
+      auto it = by_ptr.find(ptr);
+      if (it != by_ptr.end()) {
+        found = it->second.storage.lock();
+      }
+    }
+    if (found && found->nbytes() >= nbytes) {
+      *index = found->device().index();
+      return found;
+    }
+  }
+  return new_storage_over(cpu, *index, /*take_over=*/false);
+}
+
+}  // namespace
+
+NeuronMemory::~NeuronMemory() {
+  if (c10::TensorImpl* spare = spare_view.exchange(nullptr)) {
+    c10::raw::intrusive_ptr::decref(spare);
+  }
+  if (nbytes != 0) {
+    std::lock_guard<std::mutex> lock(stats_mutex);
+    auto it = by_ptr.find(ptr);
+    if (it != by_ptr.end() && it->second.memory == this) {
+      by_ptr.erase(it);
+    }
+    // counted (nbytes != 0) only after stats_of(index) accepted the index: find_stats finds it
+    if (DeviceStats* s = find_stats(index)) count_free_locked(*s, nbytes);
+  }
+}
+
+void delete_memory(void* ctx) {
+  delete static_cast<NeuronMemory*>(ctx);
+}
+
+void rethrow_as_oom(const c10::Error& e, int index) {
+  std::string msg = e.what_without_backtrace();
+  size_t at = msg.find("DefaultCPUAllocator: ");
+  const std::string asked = "you tried to allocate ";  // c10's alloc_cpu wording (memory.py's _HOST_FAILURE)
+  size_t num = at == std::string::npos ? std::string::npos : msg.find(asked, at);
+  if (num == std::string::npos) throw;
+  int64_t nbytes = std::strtoll(msg.c_str() + num + asked.size(), nullptr, 10);
+  int64_t held = allocated_on(index < 0 ? 0 : index);
+  std::string reason = msg.substr(at);
+  size_t code = reason.find(" Error code");
+  if (code != std::string::npos) reason.resize(code);
+  while (!reason.empty() && (reason.back() == '.' || reason.back() == ' ')) reason.pop_back();
+  bool over = held + nbytes > capacity.load(std::memory_order_relaxed);
+  TORCH_CHECK_WITH(OutOfMemoryError, false, oom_message(nbytes, index < 0 ? 0 : index, held, over ? nullptr : &reason));
+}
+
+at::Tensor to_neuron(const at::Tensor& c, int64_t index) {
+  TORCH_CHECK_NOT_IMPLEMENTED(  // NotImplementedError: fallback.py turns it into the emulator's limit error
+      c.layout() == c10::kStrided, "the neuron emulator holds dense (torch.strided) tensors only; got a ",
+      c.layout(), " tensor (keep sparse tensors on the CPU, or call .to_dense() before moving them to neuron)");
+  TORCH_CHECK_NOT_IMPLEMENTED(  // fallback.py names the op and TorchNeuron's table (quantized: N)
+      !c.is_quantized(), "the neuron device holds no quantized tensors");
+  int i = static_cast<int>(index);
+  auto st = neuron_storage_for(c.storage(), &i);
+  auto impl = c10::make_intrusive<c10::TensorImpl>(
+      c10::Storage(std::move(st)), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c.dtype());
+  copy_geometry(impl.get(), c);
+  return at::Tensor(std::move(impl));
+}
+
+void resize_storage(const at::Tensor& t, int64_t nbytes) {
+  c10::StorageImpl* st = t.storage().unsafeGetStorageImpl();
+  int64_t old_n = static_cast<int64_t>(st->nbytes());
+  if (nbytes == old_n) return;
+  int index = t.device().index() < 0 ? 0 : t.device().index();
+  c10::Storage fresh;
+  try {
+    fresh = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+        c10::StorageImpl::use_byte_size_t(), nbytes, c10::GetCPUAllocator(), /*resizable=*/true));
+  } catch (const c10::Error& e) {
+    rethrow_as_oom(e, index);
+  }
+  int64_t keep = std::min(nbytes, old_n);
+  if (keep > 0) {
+    std::memcpy(fresh.mutable_data(), st->data(), static_cast<size_t>(keep));
+  }
+  c10::DataPtr dp = neuron_data_ptr(fresh, index, st, /*take_over=*/true);
+  st->set_data_ptr_noswap(std::move(dp));  // the old DataPtr goes: counted as freed
+  st->set_nbytes(nbytes);
+}
+
+const char* stat_names() {
+#define ACCEL_NEURON_EMU_NAME(id, name) name "\n"
+  static const char names[] = ACCEL_NEURON_EMU_STATS(ACCEL_NEURON_EMU_NAME);
+#undef ACCEL_NEURON_EMU_NAME
+  return names;
+}
+
+void read_stats(int index, int64_t* out, int count) {
+  check_count(count);
+  std::lock_guard<std::mutex> lock(stats_mutex);
+  const DeviceStats& s = stats_of(index);
+  std::copy(s.begin(), s.end(), out);
+}
+
+void write_stats(int index, const int64_t* values, int count) {
+  check_count(count);
+  std::lock_guard<std::mutex> lock(stats_mutex);
+  DeviceStats& s = stats_of(index);
+  std::copy(values, values + kStatCount, s.begin());
+}
+
+void reset_peak_stats(int index) {
+  std::lock_guard<std::mutex> lock(stats_mutex);
+  DeviceStats& s = stats_of(index);
+  s[kPeak] = s[kAllocated];
+  s[kPeakCount] = s[kCurrentCount];
+}
+
+void reset_accumulated_stats(int index) {
+  std::lock_guard<std::mutex> lock(stats_mutex);
+  DeviceStats& s = stats_of(index);
+  for (Stat k : {kAllocCount, kFreeCount, kAllocatedTotal, kFreedTotal, kNumOoms}) s[k] = 0;
+}
+
+int64_t capacity_bytes() {
+  return capacity.load(std::memory_order_relaxed);
+}
+
+void set_capacity(int64_t nbytes, const char* device_message, const char* host_message) {
+  std::lock_guard<std::mutex> lock(stats_mutex);
+  capacity.store(nbytes);
+  device_oom_message = device_message;
+  host_oom_message = host_message;
+}
+
+bool exchange_device_used(int set) {
+  bool old = device_used.load();
+  if (set >= 0) device_used.store(set != 0);
+  return old;
+}
+
+void remember_cpu_deleter() {
+  cpu_deleter = c10::GetCPUAllocator()->raw_deleter();
+}
+
+}  // namespace accel_neuron_emu

@@ -1,0 +1,216 @@
+// Typed (unboxed) kernels for the ops a training step calls most.
+//
+// The boxed kernel (kernels.cpp) boxes every call into an IValue stack and calls the CPU kernel boxed,
+// which unboxes it again: about 0.5 us of the ~1.3 us an op costs. The ops a training step calls most
+// (unboxed_ops below) get a typed kernel running the same common case for their arguments (only
+// tensors and plain values: no lists, devices or generators): the same checks (admit), CPU views for
+// neuron tensors, the op called from the top, written arguments returned as passed, other CPU results
+// wrapped as neuron tensors (run_common_case, as_neuron_result), and the Python kernel (PrivateUse3)
+// for every other case. An op gets one only where the boxed kernel serves it now and its plan
+// (plans.cpp) is the fast, plain kind.
+
+#include "emulator.h"
+
+#include <ATen/ops/_log_softmax_backward_data_ops.h>
+#include <ATen/ops/_log_softmax_ops.h>
+#include <ATen/ops/_softmax_backward_data_ops.h>
+#include <ATen/ops/_softmax_ops.h>
+#include <ATen/ops/add_ops.h>
+#include <ATen/ops/addcmul_ops.h>
+#include <ATen/ops/addmm_ops.h>
+#include <ATen/ops/bitwise_not_ops.h>
+#include <ATen/ops/bmm_ops.h>
+#include <ATen/ops/clone_ops.h>
+#include <ATen/ops/div_ops.h>
+#include <ATen/ops/embedding_dense_backward_ops.h>
+#include <ATen/ops/exp_ops.h>
+#include <ATen/ops/gather_ops.h>
+#include <ATen/ops/gelu_backward_ops.h>
+#include <ATen/ops/gelu_ops.h>
+#include <ATen/ops/index_select_ops.h>
+#include <ATen/ops/masked_fill_ops.h>
+#include <ATen/ops/mean_ops.h>
+#include <ATen/ops/mm_ops.h>
+#include <ATen/ops/mse_loss_backward_ops.h>
+#include <ATen/ops/mse_loss_ops.h>
+#include <ATen/ops/mul_ops.h>
+#include <ATen/ops/native_layer_norm_backward_ops.h>
+#include <ATen/ops/native_layer_norm_ops.h>
+#include <ATen/ops/neg_ops.h>
+#include <ATen/ops/nll_loss_backward_ops.h>
+#include <ATen/ops/nll_loss_forward_ops.h>
+#include <ATen/ops/pow_ops.h>
+#include <ATen/ops/relu_ops.h>
+#include <ATen/ops/rsqrt_ops.h>
+#include <ATen/ops/sigmoid_backward_ops.h>
+#include <ATen/ops/sigmoid_ops.h>
+#include <ATen/ops/silu_backward_ops.h>
+#include <ATen/ops/silu_ops.h>
+#include <ATen/ops/sort_ops.h>
+#include <ATen/ops/sqrt_ops.h>
+#include <ATen/ops/sub_ops.h>
+#include <ATen/ops/sum_ops.h>
+#include <ATen/ops/tanh_backward_ops.h>
+#include <ATen/ops/tanh_ops.h>
+#include <ATen/ops/threshold_backward_ops.h>
+#include <ATen/ops/where_ops.h>
+
+#include <tuple>
+#include <type_traits>
+#include <unordered_set>
+
+namespace accel_neuron_emu {
+namespace {
+
+// admit() for each kind of typed argument (`written`: the in-place op's self).
+inline bool check_arg(const at::Tensor& t, bool written, int* index) {
+  return admit(t, false, false, written, index);
+}
+inline bool check_arg(const std::optional<at::Tensor>& t, bool written, int* index) {
+  return !t.has_value() || admit(*t, false, false, written, index);
+}
+template <class T>
+inline bool check_arg(const T& /*value*/, bool /*written*/, int* /*index*/) {
+  using D = std::decay_t<T>;
+  static_assert(
+      !std::is_same_v<D, std::optional<at::Generator>> && !std::is_same_v<D, at::Generator> &&
+          !std::is_same_v<D, c10::Device> && !std::is_same_v<D, std::optional<c10::Device>> &&
+          !std::is_same_v<D, at::TensorList> && !std::is_same_v<D, at::ITensorListRef>,
+      "unboxed kernels take tensors and plain values only");
+  return true;
+}
+
+inline at::Tensor cpu_arg(const at::Tensor& t, LentViews& lent) {
+  return view_if_neuron(t, lent);
+}
+inline std::optional<at::Tensor> cpu_arg(const std::optional<at::Tensor>& t, LentViews& lent) {
+  return t.has_value() ? std::optional<at::Tensor>(view_if_neuron(*t, lent)) : std::nullopt;
+}
+template <class T>
+inline std::decay_t<T> cpu_arg(const T& value, LentViews& /*lent*/) {
+  return value;
+}
+
+inline at::Tensor wrap_result(at::Tensor&& t, int index) {
+  return as_neuron_result(t, index);
+}
+template <class... T>
+inline std::tuple<T...> wrap_result(std::tuple<T...>&& t, int index) {
+  return std::apply([index](auto&&... x) { return std::tuple<T...>(wrap_result(std::move(x), index)...); }, std::move(t));
+}
+
+template <class Op, class Sig = typename Op::schema>
+struct Unboxed;
+
+template <class Op, class R, class First, class... Rest>
+struct Unboxed<Op, R(First, Rest...)> {
+  static constexpr bool kInPlace = std::is_same_v<R, at::Tensor&>;  // returns its first argument
+  static_assert(!kInPlace || std::is_same_v<First, at::Tensor&>, "an in-place op returns its first argument");
+  // What the call returns before wrapping: the first argument itself when in place.
+  using Out = std::conditional_t<kInPlace, bool, std::decay_t<R>>;
+
+  static R slow_path(First first, Rest... rest) {
+    slow_calls.fetch_add(1, std::memory_order_relaxed);
+    return Op::redispatch(c10::DispatchKeySet(c10::DispatchKey::PrivateUse3), std::forward<First>(first),
+                          std::forward<Rest>(rest)...);
+  }
+
+  static R call(First first, Rest... rest) {
+    int index = -1;
+    if (!(check_arg(first, kInPlace, &index) && (check_arg(rest, false, &index) && ...)) || index < 0) {
+      return slow_path(std::forward<First>(first), std::forward<Rest>(rest)...);
+    }
+    LentViews lent;
+    auto cpu = std::make_tuple(cpu_arg(first, lent), cpu_arg(rest, lent)...);
+    Out out{};
+    bool served = run_common_case(
+        index, lent,
+        [&] {
+          if constexpr (kInPlace) {
+            std::apply([](auto&... a) { Op::call(a...); }, cpu);
+          } else {
+            out = std::apply([](auto&... a) { return Op::call(a...); }, cpu);
+          }
+          cpu = decltype(cpu)();  // drop our references to the views first
+        },
+        [&] {
+          if constexpr (!kInPlace) out = wrap_result(std::move(out), index);
+        });
+    if (!served) return slow_path(std::forward<First>(first), std::forward<Rest>(rest)...);
+    if constexpr (kInPlace) {
+      return first;
+    } else {
+      return out;
+    }
+  }
+};
+
+struct UnboxedEntry {
+  const char* name;      // "aten::mul"
+  const char* overload;  // "Tensor"
+  bool in_place;
+  void (*register_in)(torch::Library&, const char*);
+};
+
+template <class Op>
+void register_unboxed(torch::Library& lib, const char* qualname) {
+  lib.impl(qualname, TORCH_FN(Unboxed<Op>::call));
+}
+
+template <class... Ops>
+std::vector<UnboxedEntry> unboxed_entries() {
+  return {UnboxedEntry{Ops::name, Ops::overload_name, Unboxed<Ops>::kInPlace, &register_unboxed<Ops>}...};
+}
+
+// The ops a training step (examples/train.py, the MLP and transformer benchmarks) calls most.
+const std::vector<UnboxedEntry>& unboxed_ops() {
+  namespace o = at::_ops;
+  static const std::vector<UnboxedEntry> table = unboxed_entries<
+      o::mm, o::addmm, o::bmm, o::mul_Tensor, o::mul_Scalar, o::mul__Tensor, o::mul__Scalar, o::add_Tensor,
+      o::add__Tensor, o::add_Scalar, o::div_Tensor, o::div__Tensor, o::div__Scalar, o::div_Scalar, o::sub_Tensor,
+      o::clone, o::native_layer_norm, o::native_layer_norm_backward, o::sum_dim_IntList, o::sum, o::gelu,
+      o::gelu_backward, o::relu, o::threshold_backward, o::_softmax, o::_softmax_backward_data,
+      o::masked_fill_Scalar, o::bitwise_not, o::_log_softmax, o::_log_softmax_backward_data, o::nll_loss_forward,
+      o::nll_loss_backward, o::embedding_dense_backward, o::index_select, o::mse_loss, o::mse_loss_backward,
+      o::addcmul, o::where_self, o::neg, o::sqrt, o::mean_dim, o::tanh, o::tanh_backward, o::sigmoid,
+      o::sigmoid_backward, o::silu, o::silu_backward, o::exp, o::rsqrt, o::pow_Tensor_Scalar, o::gather>();
+  return table;
+}
+
+// Whether the boxed kernel serves `op` now and its plan is the plain fast kind an unboxed kernel handles.
+bool unboxed_fits(const c10::OperatorHandle& op, const UnboxedEntry& e, bool listed) {
+  using K = c10::DispatchKey;
+  if (!listed && (op.hasKernelForDispatchKey(K::PrivateUse1) || op.hasKernelForDispatchKey(K::CompositeExplicitAutograd) ||
+                  op.hasKernelForDispatchKey(K::CompositeExplicitAutogradNonFunctional) ||
+                  op.hasKernelForDispatchKey(K::CompositeImplicitAutograd))) {
+    return false;
+  }
+  const Plan& plan = plan_for(op);
+  if (!plan.fast || plan.view || plan.copy) return false;
+  for (ArgKind k : plan.kinds) {
+    if (k != ArgKind::kTensor && k != ArgKind::kOther) return false;
+  }
+  for (size_t r = 0; r < plan.ret_src.size(); ++r) {
+    int want = e.in_place && r == 0 ? 0 : -1;
+    if (plan.ret_src[r] != want) return false;
+  }
+  return !e.in_place || plan.ret_src.size() == 1;
+}
+
+}  // namespace
+
+std::vector<std::string> register_typed_kernels(torch::Library& lib, const std::vector<std::string>& listed) {
+  std::unordered_set<std::string> per_op(listed.begin(), listed.end());
+  std::vector<std::string> typed;
+  for (const UnboxedEntry& e : unboxed_ops()) {
+    auto op = c10::Dispatcher::singleton().findOp({e.name, e.overload});
+    if (!op.has_value()) continue;
+    std::string short_name = std::string(e.name).substr(6) + (e.overload[0] != '\0' ? "." : "") + e.overload;
+    if (!unboxed_fits(*op, e, per_op.count(short_name) != 0)) continue;
+    e.register_in(lib, short_name.c_str());
+    typed.push_back(short_name);
+  }
+  return typed;
+}
+
+}  // namespace accel_neuron_emu
