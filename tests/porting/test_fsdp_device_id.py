@@ -9,11 +9,13 @@ import sys
 import textwrap
 
 import pytest
-import torch
 
-import accel_abstraction as accel
-from accel_abstraction.distributed.ddp import fsdp_device_id_for
 from accel_abstraction.porting import port_source, scan_source
+
+torch = pytest.importorskip("torch", reason="runs FSDP and accel.fsdp_device_id (the notorch nox leg has no torch)")
+
+import accel_abstraction as accel  # noqa: E402
+from accel_abstraction.distributed.ddp import fsdp_device_id_for  # noqa: E402
 
 ORIGINALS = (
     "model = FSDP(torch.nn.Linear(2, 1), device_id=rank)",
