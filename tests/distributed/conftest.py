@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 
 import pytest
@@ -15,13 +14,6 @@ from accel_abstraction.distributed import destroy_distributed
 LAUNCH_PREFIXES = ("SLURM_", "TORCHELASTIC_", "ACCEL_")
 LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
                "MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "GLOO_SOCKET_IFNAME")
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now (bind to port 0, read it, release it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def clean_environ() -> dict[str, str]:

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from .conftest import free_port
+from accel_abstraction.testing.ports import free_port
 
 emulated_dist = pytest.importorskip("accel_neuron.emulated_dist", reason="the neuron plugin is not installed")
 

@@ -9,8 +9,7 @@ import accel_abstraction as accel
 from accel_abstraction.distributed import DistributedError
 from accel_abstraction.distributed.env import detect
 from accel_abstraction.errors import ConfigError
-
-from .conftest import free_port
+from accel_abstraction.testing.ports import free_port
 
 
 @pytest.mark.parametrize(

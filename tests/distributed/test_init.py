@@ -15,8 +15,7 @@ import torch.distributed as dist
 import accel_abstraction as accel
 from accel_abstraction.distributed import init as dist_init
 from accel_abstraction.errors import ConfigError
-
-from .conftest import free_port
+from accel_abstraction.testing.ports import free_port
 
 
 def _launch_env(monkeypatch: pytest.MonkeyPatch, rank: int, world: int, port: int) -> None:

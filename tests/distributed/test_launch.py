@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from .conftest import clean_environ, free_port
+from accel_abstraction.testing.ports import free_port
+
+from .conftest import clean_environ
 
 WORKER = Path(__file__).with_name("worker.py")
 #: Seconds a launch may take before it is killed: generous, this machine's 2 cores are shared.

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import free_port
+from accel_abstraction.testing.ports import free_port
+
 from .test_launch import _emulated_neuron_usable, _env, _ok, _run_all, _torchrun
 
 WORKER = Path(__file__).with_name("parallel_worker.py")

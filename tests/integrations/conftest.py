@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from accel_abstraction.testing import ports
 from accel_abstraction.testing.timeouts import scaled
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,10 +42,8 @@ def run_python(args: list[str], env: dict[str, str], cwd: Path, timeout: float =
 
 
 def free_port() -> str:
-    """A TCP port free on 127.0.0.1 (for MASTER_PORT)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return str(s.getsockname()[1])
+    """A TCP port free on 127.0.0.1, as MASTER_PORT takes it."""
+    return str(ports.free_port())
 
 
 def last_json(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import types
 import warnings
@@ -29,6 +28,8 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+
+from accel_abstraction.testing.ports import free_port
 
 SCENARIOS: dict[str, Callable[[str], dict[str, Any]]] = {}
 
@@ -46,16 +47,10 @@ def _warnings(record: list[warnings.WarningMessage]) -> list[str]:
     return [str(w.message).splitlines()[0][:200] for w in record]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _init_single_process_group(backend: str = "gloo") -> None:
     import torch.distributed as dist
 
-    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1)
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
 
 
 def _tensor(device: str, *shape: int, requires_grad: bool = False) -> torch.Tensor:

@@ -3,7 +3,6 @@ original stops, and names the same device the original did where devices have in
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import textwrap
@@ -11,6 +10,7 @@ import textwrap
 import pytest
 
 from accel_abstraction.porting import port_source, scan_source
+from accel_abstraction.testing.ports import free_port
 
 torch = pytest.importorskip("torch", reason="runs FSDP and accel.fsdp_device_id (the notorch nox leg has no torch)")
 
@@ -61,14 +61,8 @@ r.undo()
 print("restored", FSDP.__init__ is not patched and FSDP.__init__.__module__ == FSDP.__module__)"""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _run(line: str, redirect: str = "", undo: str = "") -> str:
-    code = textwrap.dedent(SCRIPT).replace("{port}", str(_free_port())).replace("{line}", line)
+    code = textwrap.dedent(SCRIPT).replace("{port}", str(free_port())).replace("{line}", line)
     code = code.replace("{redirect}", redirect).replace("{undo}", undo)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, check=True)
     return done.stdout.strip()

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from accel_abstraction.testing.ports import free_port
 from accel_abstraction.testing.timeouts import scaled
 
 from .conftest import losses
@@ -114,11 +115,12 @@ def test_torchrun_ddp(tmp_path: Path) -> None:
     (its report is empty) and it computes what it computes without.
     """
     launch = ["--nproc-per-node", "2", "--master-addr", "127.0.0.1"]
+    cuda_port, twin_port = str(free_port()), str(free_port())
     assert shutil.which("torchrun", path=os.path.dirname(sys.executable)), "torchrun is installed with torch"
     twin_report = tmp_path / "twin.json"
     twin = ["-m", "accel_abstraction.cli", "run", "--report", "none", "-o", str(twin_report),
-            "-m", "torch.distributed.run", *launch, "--master-port", "29632", "ddp_torchrun_ported.py"]  # fmt: skip
-    _, data = run_pair(["torchrun", *launch, "--master-port", "29631", "ddp_torchrun_cuda.py"], twin, CPU, tmp_path / "r.json")
+            "-m", "torch.distributed.run", *launch, "--master-port", twin_port, "ddp_torchrun_ported.py"]  # fmt: skip
+    _, data = run_pair(["torchrun", *launch, "--master-port", cuda_port, "ddp_torchrun_cuda.py"], twin, CPU, tmp_path / "r.json")
     apis = _apis(data)
     assert apis["torch.load(map_location=cuda)"] == "redirected"
     assert sum(s["count"] for s in data["sites"] if s["api"] == "torch.cuda.set_device") == 2  # both workers
