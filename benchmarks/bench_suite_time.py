@@ -40,6 +40,7 @@ SCRIPTS = ROOT / "plugins" / "neuron" / "tests" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 
 from torch_suite import generic_id  # noqa: E402
+from transformers_suite import case_outcome  # noqa: E402
 
 #: The ceiling issue #35 sets: a suite on the emulated device takes at most 1.10x the CPU's time.
 TARGET = 1.10
@@ -66,11 +67,7 @@ def read_junit(path: Path, device: str) -> dict[str, tuple[str, float]]:
     """Generic test id -> (outcome, seconds) of one junit XML file."""
     out: dict[str, tuple[str, float]] = {}
     for case in ET.parse(path).getroot().iter("testcase"):
-        outcome = "passed"
-        for tag, name in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
-            if case.find(tag) is not None:
-                outcome = name
-                break
+        outcome, _ = case_outcome(case)
         test_id = generic_id(f"{case.get('classname')}::{case.get('name')}", device)
         out[test_id] = (outcome, float(case.get("time") or 0.0))
     return out

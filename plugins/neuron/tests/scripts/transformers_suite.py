@@ -96,22 +96,22 @@ def installed_version() -> str | None:
     return (probe.stdout.strip() or None) if probe.returncode == 0 else None
 
 
+def case_outcome(case: ET.Element) -> tuple[str, str]:
+    """(outcome, first line of the message) of one junit ``testcase``: passed, failed, error or skipped."""
+    for tag, outcome in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
+        node = case.find(tag)
+        if node is not None:
+            message = node.get("message") or ""
+            return outcome, message.splitlines()[0][:160] if message else ""
+    return "passed", ""
+
+
 def _outcomes(junit: Path) -> dict[str, tuple[str, str]]:
     """test id -> (outcome, first line of the message) from a junit XML file."""
-    out: dict[str, tuple[str, str]] = {}
     if not junit.exists():
-        return out
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        tid = f"{case.get('classname')}::{case.get('name')}"
-        outcome, message = "passed", ""
-        for tag in ("failure", "error", "skipped"):
-            node = case.find(tag)
-            if node is not None:
-                outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[tag]
-                message = (node.get("message") or "").splitlines()[0][:160] if node.get("message") else ""
-                break
-        out[tid] = (outcome, message)
-    return out
+        return {}
+    return {f"{case.get('classname')}::{case.get('name')}": case_outcome(case)
+            for case in ET.parse(junit).getroot().iter("testcase")}  # fmt: skip
 
 
 def run(tree: Path, files: list[str], timeout: float, pytest_args: list[str], report: Path | None) -> int:
