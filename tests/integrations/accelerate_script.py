@@ -36,6 +36,10 @@ def main() -> None:
         "losses": losses,
         "weight": [float(v).hex() for v in weight],
     }), flush=True)
+    # Every rank reaches the teardown together: a gloo group destroyed on one rank while its peer
+    # is still in its last collective can abort the process ("terminate called without an active
+    # exception", seen once in CI on the CPU leg of the two-process test).
+    accelerator.wait_for_everyone()
     accelerator.end_training()
 
 
