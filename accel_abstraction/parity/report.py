@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..safe_io import WriteError, atomic_write
-from .compare import ParityResult, median_step_time
+from .compare import Comparison, ParityResult, median_step_time
 from .reference import SCHEMA, SCHEMA_VERSION, encode_float, host_facts
 from .runs import BackendRun
 
@@ -57,18 +57,13 @@ def build_ensemble_table(result: ParityResult, runs: Sequence[BackendRun]) -> Ta
             ("seed 0\nbitwise", "center"), ("result", "left"),
         ],
     )  # fmt: skip
-    for c in result.comparisons:
-        name = c.label + ("*" if c.label in emulated else "")
-        if not c.ok:
-            table.add_row(_escape(name), *["-"] * 7, f"[red]failed: {_escape(c.error)}")
-            continue
+    for name, c in _compared(table, result, emulated):
         info = c.statistics or {}
         is_ref = c.label == c.reference
         sds = [w.get("sd_reference" if not is_ref else "sd") for w in info.get("windows", [])]
         sds = [v for v in sds if v is not None]
-        verdict = f"[green]{_escape(c.verdict)}" if c.passed else f"[red]{_escape(c.verdict)}"
         table.add_row(
-            _escape(name),
+            name,
             str(info.get("runs", "-")),
             str(c.steps),
             _num(c.final_value, ".6f"),
@@ -76,7 +71,7 @@ def build_ensemble_table(result: ParityResult, runs: Sequence[BackendRun]) -> Ta
             "-" if is_ref else _num(c.max_abs_diff, ".3g"),
             "-" if is_ref or "min_p_holm" not in info else _num(info["min_p_holm"], ".3g"),
             "-" if is_ref else ("[green]yes" if c.bitwise else "[yellow]no"),
-            verdict,
+            _verdict(c),
         )
     return table
 
@@ -107,19 +102,11 @@ def build_table(result: ParityResult, runs: Sequence[BackendRun]) -> Table:
             ("median\nstep", "right"), ("x-machine\nvs ref" if cross else "vs\nref", "right"), ("result", "left"),
         ],
     )  # fmt: skip
-    for c in result.comparisons:
-        name = c.label + ("*" if c.label in emulated else "")
-        if not c.ok:
-            table.add_row(_escape(name), *["-"] * 8, f"[red]failed: {_escape(c.error)}")
-            continue
+    for name, c in _compared(table, result, emulated):
         is_ref = c.label == c.reference or bool(c.error)  # nothing was compared: no diff columns
-        if c.passed:
-            verdict = f"[green]{_escape(c.verdict)}"
-        else:
-            verdict = f"[red]{_escape(c.verdict)}"
         first = c.first_diverging_step
         table.add_row(
-            _escape(name),
+            name,
             str(c.steps),
             _num(c.final_value, ".6f"),
             "-" if is_ref else ("[green]yes" if c.bitwise else "[yellow]no"),
@@ -128,9 +115,26 @@ def build_table(result: ParityResult, runs: Sequence[BackendRun]) -> Table:
             "-" if is_ref or first is None else str(first),
             "-" if c.median_step_time is None else f"{c.median_step_time * 1e3:.1f} ms",
             _num(c.step_time_ratio, ".2f") + ("x" if c.step_time_ratio is not None else ""),
-            verdict,
+            _verdict(c),
         )
     return table
+
+
+def _compared(table: Table, result: ParityResult, emulated: set[str]) -> Iterator[tuple[str, Comparison]]:
+    """Each comparison that ran, with its row's name (``*`` marks an emulated backend).
+
+    A leg that failed gets its row here, dashes and its error, and is not yielded.
+    """
+    for c in result.comparisons:
+        name = _escape(c.label + ("*" if c.label in emulated else ""))
+        if c.ok:
+            yield name, c
+        else:
+            table.add_row(name, *["-"] * (len(table.columns) - 2), f"[red]failed: {_escape(c.error)}")
+
+
+def _verdict(c: Comparison) -> str:
+    return f"[green]{_escape(c.verdict)}" if c.passed else f"[red]{_escape(c.verdict)}"
 
 
 def _escape(text: str) -> str:
