@@ -1013,28 +1013,23 @@ def _source_tries(world: World) -> Iterator[Try]:
             v.add("lost", "the user's saved edit was overwritten by the port")
 
     def sigterm(d: Path, v: Verdict) -> None:
+        from accel_abstraction.testing.interrupt import interrupt_when_started
+
         tree = d / "src"
         tree.mkdir()
         for i in range(300):
             (tree / f"n{i:03d}.py").write_text(PORT_FILES["m0.py"])
         full = {k: val for k, val in os.environ.items() if not k.startswith("ACCEL_")}
-        proc = subprocess.Popen(
+        stop = interrupt_when_started(
             [sys.executable, "-m", "accel_abstraction", "port", "--write", str(tree)],
-            cwd=d, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+            lambda: any("torch.cuda" not in p.read_text() for p in tree.glob("*.py")),
+            cwd=d, env=full, wait_s=TIMEOUT_S, grace_s=20,
         )  # fmt: skip
-        deadline = time.monotonic() + TIMEOUT_S
-        while time.monotonic() < deadline and all("torch.cuda" in p.read_text() for p in tree.glob("*.py")):
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
-        try:
-            _, err = proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+        if stop.hung:
             v.add("hang", "accel port --write did not stop within 20 s of SIGTERM")
             return
-        if TRACEBACK in err or "stopped by SIGTERM" not in err:
-            v.add("traceback", f"SIGTERM: {err[-300:]!r}")
+        if TRACEBACK in stop.stderr or "stopped by SIGTERM" not in stop.stderr:
+            v.add("traceback", f"SIGTERM: {stop.stderr[-300:]!r}")
         again = accel(["port", "--write", str(tree)], d)
         v.judge(again, (0,), "accel port --write after SIGTERM")
         if any(p.read_bytes() != world.ported()["m0.py"] for p in tree.glob("*.py")) or debris(tree):

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +17,7 @@ from accel_abstraction import hookimpl
 from accel_abstraction.plugins import register_plugin, reset
 from accel_abstraction.porting.__main__ import main
 from accel_abstraction.porting.rules import Rule
+from accel_abstraction.testing.interrupt import interrupt_when_started
 
 COUPLED = "import torch\nx = torch.zeros(1).cuda()\ntorch.cuda.synchronize()\n"
 ROOT = Path(__file__).resolve().parents[2]
@@ -192,24 +190,15 @@ def test_sigterm_stops_port_write_promptly_and_every_file_is_whole(tmp_path: Pat
     for i in range(300):
         (src / f"m{i:03d}.py").write_text(COUPLED)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACCEL_")}
-    proc = subprocess.Popen(
+    stop = interrupt_when_started(
         [sys.executable, "-m", "accel_abstraction", "port", "--write", "--jobs", "2", str(src)],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        lambda: any("torch.cuda" not in p.read_text() for p in src.glob("*.py")),  # a file written: mid-port
+        cwd=tmp_path, env=env, wait_s=60, grace_s=30,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not any("torch.cuda" not in p.read_text() for p in src.glob("*.py")) and time.monotonic() < deadline:
-        time.sleep(0.05)  # wait until it has written a file, so the signal lands mid-port
-    proc.send_signal(signal.SIGTERM)
-    try:
-        _, err = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail("accel port --write did not stop within 30 s of SIGTERM")
-    finally:
-        with pytest.raises(ProcessLookupError):
-            os.killpg(proc.pid, 0)  # no worker left running
-    assert proc.returncode != 0 and "Traceback" not in err
+    assert not stop.hung, "accel port --write did not stop within 30 s of SIGTERM"
+    assert not stop.group_left, "a worker of accel port was left running"
+    err = stop.stderr
+    assert stop.returncode != 0 and "Traceback" not in err
     assert "stopped by SIGTERM; each file is either ported or unchanged" in err
     ported = (tmp_path / "ref.py")
     ported.write_text(COUPLED)
