@@ -17,8 +17,12 @@ Lightning) looks for one, with no change to the script:
 
 When torch is first imported from inside one of accel's own modules (an order the package's
 entry points avoid: :func:`accel_abstraction._lazy.torch_first`), that module is still
-half-initialized and selecting now would meet it (an import cycle); the selection is left to
-the first accel call, which selects the configured backend anyway, with no warning.
+half-initialized and selecting now would meet it (an import cycle). Then only the emulated
+device itself is installed (:func:`.emulator.install.install`, which needs none of the
+backend interface), so plain torch code finds ``neuron`` right after ``import torch``, unless
+the half-imported module is one the install needs (:data:`INSTALL_NEEDS`); the selection
+(process group, Hugging Face glue) is left to the first accel call, which selects the
+configured backend anyway, with no warning.
 
 An exception here would make ``import torch`` itself fail, so none escapes: a broken
 configuration is reported as a :class:`RuntimeWarning`, and the same error is raised,
@@ -70,15 +74,25 @@ def configured() -> bool:
 
 _OURS = ("accel_abstraction", "accel_neuron")
 
+#: The modules :func:`.emulator.install.install` imports that import torch themselves, so that
+#: torch's first import may come from inside one of them: while one is half-imported, installing
+#: would meet it, and the device waits for the first accel call like the selection.
+#: ``tests/test_autoload.py`` checks this against what ``install()`` really imports.
+INSTALL_NEEDS = ("accel_neuron", "accel_abstraction.module_apply")
 
-def _half_imported() -> str | None:
-    """The first of accel's modules that is being imported right now (torch imported from inside it), or None."""
-    for name, module in list(sys.modules.items()):
-        if name.partition(".")[0] in _OURS and getattr(
-            getattr(module, "__spec__", None), "_initializing", False
-        ):
-            return name
-    return None
+
+def _half_imported() -> list[str]:
+    """accel's modules being imported right now (torch imported from inside them)."""
+    return [
+        name
+        for name, module in list(sys.modules.items())
+        if name.partition(".")[0] in _OURS
+        and getattr(getattr(module, "__spec__", None), "_initializing", False)
+    ]
+
+
+def _needed_by_install(name: str) -> bool:
+    return any(name == need or name.startswith(need + ".") for need in INSTALL_NEEDS)
 
 
 def autoload() -> None:
@@ -86,10 +100,17 @@ def autoload() -> None:
     try:
         if configured():
             importing = _half_imported()
-            if importing is not None:
+            if importing:
+                device_now = not any(_needed_by_install(name) for name in importing)
+                if device_now:
+                    from .emulator.install import install
+
+                    install()
                 logging.getLogger("accel_neuron").debug(
-                    "import torch from inside %s: the neuron device is set up at the first accel call",
-                    importing,
+                    "import torch from inside %s: the neuron device is %s, the backend selected at the first "
+                    "accel call",
+                    ", ".join(importing),
+                    "installed now" if device_now else "installed then too",
                 )
                 return
             import accel_abstraction

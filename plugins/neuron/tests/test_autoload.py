@@ -126,11 +126,16 @@ def test_configured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: dict[s
          "neuron:0 neuron"),
         # a submodule first: torch's import meets it half-imported; the first accel call sets the device up
         ("import accel_abstraction.interface, torch, accel_abstraction as accel; print(accel.device_count())", "2"),
+        # ... and plain torch code after it, with no accel call: the device itself exists at `import torch`
+        ("import accel_abstraction.interface, torch; print(torch.ones(1, device='neuron:1').device)", "neuron:1"),
         ("from accel_abstraction import module_apply; import accel_abstraction as accel; print(accel.device())",
          "neuron"),
         ("from accel_abstraction.cli import main; main(['run', '--report', 'none', 'script.py'])", "neuron:0"),
     ],
-    ids=["accel_first", "torch_first", "accel_then_torch", "submodule_first", "module_apply_first", "accel_run"],
+    ids=[
+        "accel_first", "torch_first", "accel_then_torch", "submodule_first", "submodule_then_torch_only",
+        "module_apply_first", "accel_run",
+    ],  # fmt: skip
 )
 def test_importing_in_any_order_with_emulated_neuron_warns_nothing_even_under_W_error(
     tmp_path: Path, code: str, prints: str
@@ -144,3 +149,44 @@ def test_importing_in_any_order_with_emulated_neuron_warns_nothing_even_under_W_
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "Warning" not in proc.stderr and "not set up" not in proc.stderr, proc.stderr[-4000:]
     assert prints in proc.stdout, proc.stdout
+
+
+_INSTALL_IMPORTS = """
+import ast, importlib.util, json, sys
+import torch
+before = set(sys.modules)
+from accel_neuron.emulator.install import install
+install()
+def imports_torch(name):
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return False
+    tree = ast.parse(open(spec.origin, encoding="utf-8").read())
+    for node in tree.body:
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        if any(n == "torch" or n.startswith("torch.") for n in names):
+            return True
+    return False
+ours = sorted(m for m in set(sys.modules) - before if m.partition(".")[0] in ("accel_abstraction", "accel_neuron"))
+print(json.dumps([m for m in ours if imports_torch(m)]))
+"""
+
+
+@pytest.mark.slow
+def test_install_needs_names_every_module_install_imports_that_imports_torch(tmp_path: Path) -> None:
+    """The modules ``install()`` imports that import torch at their top are covered by ``INSTALL_NEEDS``.
+
+    A module missing there could be the one half-imported when torch's autoload runs, and
+    installing the device then would meet it (an import cycle at ``import torch``).
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ACCEL_", "TORCH_DEVICE_BACKEND"))}
+    env.update(ACCEL_BACKEND="neuron", ACCEL_NEURON_EMULATE="1", TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    proc = subprocess.run(
+        [sys.executable, "-c", _INSTALL_IMPORTS], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    torch_importers = json.loads(proc.stdout.splitlines()[-1])
+    assert "accel_abstraction.module_apply" in torch_importers  # the check sees what it is meant to
+    uncovered = [m for m in torch_importers if not autoload._needed_by_install(m)]
+    assert not uncovered, f"add these to accel_neuron.autoload.INSTALL_NEEDS: {uncovered}"
