@@ -31,8 +31,8 @@ INTENTIONAL = ("accel_abstraction", "torch.accelerator", "deepspeed.accelerator"
 OWN = ("accel_abstraction", "torch.accelerator")
 _ACCEL_WORDS = re.compile(r"cuda|gpu|accel", re.IGNORECASE)
 _SUPPRESS = re.compile(r"#\s*accel:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
-#: ``# noqa`` as ruff and flake8 read it: bare, every code; ``# noqa: ACC111, ACC121``, those codes.
-#: A colon followed by no code suppresses nothing (ruff warns about it; it is not a bare ``noqa``).
+#: The ``noqa`` comment as ruff and flake8 read it: bare, every code; followed by ``: ACC111, ACC121``,
+#: those codes. A colon followed by no code suppresses nothing (ruff warns about it; it is not a bare one).
 _NOQA = re.compile(r"#\s*noqa(?P<colon>\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*)?)?", re.IGNORECASE)
 _MARKERS = re.compile(r"accel:|noqa", re.IGNORECASE)
 _COUPLED_PREFIXES = ("torch.cuda", "torch.backends.cud", "torch.utils.cpp_extension", "torch.utils.collect_env", *PACKAGES)
