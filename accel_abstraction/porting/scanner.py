@@ -43,7 +43,7 @@ from .rules.acc113_device_type_test import check_device_test
 from .rules.acc121_is_available import guard_what_it_guards
 from .rules.acc132_autocast_cuda import AUTOCAST, autocast_like
 from .rules.acc171_nccl_backend import BACKEND_NAME
-from .rules.acc208_peak_flops import check_peak_flops
+from .rules.acc208_peak_flops import about_peak, check_peak_flops
 from .rules.base import CallCheck
 
 #: Qualified callee -> the check of the built-in rule that examines its calls (``Rule.calls``).
@@ -236,7 +236,7 @@ class Scan(ApiChecks):
                 self.device_value(value, string_typed=True)
             elif BACKEND_NAME.search(name):
                 self.backend_value(value)
-            elif "flops" in name.lower():
+            elif about_peak(name):
                 check_peak_flops(self, target, name, value)
         return False
 
