@@ -254,10 +254,11 @@ class Scan(ApiChecks):
         return True
 
     def visit_annassign(self, node: ast.AnnAssign) -> bool:
-        if self._flag_assign(node.target, node.value, node, False):
-            self.push(node.value)
-            return False
-        return True
+        # the annotation is a type, not code that runs on a device: ``start: Optional[torch.cuda.Event]``
+        if not self._flag_assign(node.target, node.value, node, False):
+            self.push(node.target)
+        self.push(node.value)
+        return False
 
     def visit_for(self, node: ast.For) -> bool:
         """``for key, value in (("NCCL_DEBUG", "INFO"), ...): os.environ[key] = value``."""
@@ -328,7 +329,9 @@ class Scan(ApiChecks):
         for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
             if kw_default is not None:
                 self._param_default(arg.arg, kw_default)
-        return True
+        # parameter and return annotations are types, not code that runs on a device
+        self.push(*node.decorator_list, *args.defaults, *args.kw_defaults, *node.body)
+        return False
 
     def _param_default(self, name: str, default: ast.AST) -> None:
         if not any(visit(self, name, default) for visit in VISITS.get("default", ())):
