@@ -38,9 +38,8 @@ from .guards import (
 )
 from .mapping import CALLS
 from .prefilter import might_couple, touches
-from .rules import BUILTIN_RULES, VISITS, Match, Rule
+from .rules import BUILTIN_RULES, VISITS, Match, Rule, acc113_device_type_test, acc121_is_available
 from .rules.acc113_device_type_test import check_device_test
-from .rules.acc121_is_available import guard_what_it_guards
 from .rules.acc132_autocast_cuda import AUTOCAST, autocast_like
 from .rules.acc171_nccl_backend import BACKEND_NAME
 from .rules.acc208_peak_flops import about_peak, check_peak_flops
@@ -105,7 +104,8 @@ class Scan(ApiChecks):
             handler = handlers.get(type(node))
             if handler is None or handler(node):
                 stack.extend(iter_children(node))
-        return guard_what_it_guards(self.tree, self.aliases.qualname, self.span, self.findings)
+        findings = acc121_is_available.guard_what_it_guards(self.tree, self.aliases.qualname, self.span, self.findings)
+        return acc113_device_type_test.guard_what_it_guards(self.tree, self.span, findings)
 
     def push(self, *nodes: ast.AST | None) -> None:
         self.stack.extend(n for n in nodes if n is not None)

@@ -5,15 +5,28 @@
 ``not in``): true exactly where the device is the selected accelerator, false for ``cpu``,
 ``meta``, ``mps``, ``xpu`` and any other type (:mod:`accel_abstraction.device_tests`).
 ``!= "cpu"`` would take ``meta`` and ``mps`` for the accelerator.
+
+A test is a guard, and its rewrite looks at what it guards, as ACC121's does
+(:mod:`..guarded`): where the CUDA side of ``if x.device.type == "cuda":`` (the body; for
+``!= "cuda"`` the ``else`` branch and the rest of the block after an early
+``return``/``raise``/``continue``/``break``) holds CUDA-only code (a site a rule reports as
+needing a person: ``torch.cuda.get_device_capability()``, FP8 training), the test is left as
+it is, a CUDA-only test true exactly where it was true before, and reported for a person with
+that code: ``accel.is_accelerator_device`` would let the block run on any accelerator.
+Elsewhere, guarded rewrites on the CUDA side of a rewritten test lose their repeated
+``accel.is_accelerator_available()`` (the test implies it).
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from ..findings import Finding
 from ..fixes import Replace
+from ..guarded import cuda_only_lines, cuda_sides, drop_repeated_guards
 from ..guards import str_value
 from .acc207_cuda_only_kernel import fused_device_test
 from .base import Rule
@@ -100,6 +113,59 @@ def _compare(node: ast.Compare, segment: Segment, is_device_ish: Predicate, inte
     return None
 
 
+def _polarity(node: ast.AST) -> bool | None:
+    """Whether a device-type test's true side is CUDA's (``==``, ``in``, ``startswith``); ``None``: not such a test."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        op = node.ops[0]
+        if isinstance(op, (ast.Eq, ast.In)):
+            return True
+        if isinstance(op, (ast.NotEq, ast.NotIn)):
+            return False
+        return None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "startswith":
+        return True
+    return None
+
+
+def _guard_test(test: ast.AST) -> tuple[ast.AST, ast.AST, bool] | None:
+    """An ``if`` test that may be a device-type test: ``(the test, the test, whether the body is CUDA's)``."""
+    positive = _polarity(test)
+    if positive is not None:
+        return test, test, positive
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        for value in test.values:
+            if _polarity(value):
+                return value, value, True
+    return None
+
+
+Span = Callable[[ast.AST], "tuple[int, int, int, int]"]
+
+
+def guard_what_it_guards(tree: ast.AST, span: Span, findings: list[Finding]) -> list[Finding]:
+    """``findings`` with each device-type test of an ``if`` fitted to what it guards (module docstring)."""
+    by_start = {(f.line, f.col): i for i, f in enumerate(findings) if f.code == "ACC113"}
+    if not by_start:
+        return findings
+    out = list(findings)
+    for test, _, _, lines in cuda_sides(tree, _guard_test):
+        line, col, _, _ = span(test)
+        at = by_start.get((line, col + 1))
+        if at is None or out[at].fix is None:
+            continue
+        cuda_only = cuda_only_lines(out, lines)
+        if not cuda_only:
+            drop_repeated_guards(out, lines)
+            continue
+        out[at] = dataclasses.replace(
+            out[at],
+            fix=None,
+            message=f"{RULE.message}: guards CUDA-only code (line {cuda_only[0]})",
+            suggestion="manual: kept as a CUDA-only test, true exactly where it was; "
+            "accel.is_accelerator_device would run that code on any accelerator",
+        )
+    return out
+
 
 if TYPE_CHECKING:
     from ..context import ScanContext
@@ -141,6 +207,13 @@ RULE = Rule(
         ('ok = device.startswith("cuda")', "ok = accel.is_accelerator_device(device)"),
         ('on_gpu = "cuda" in str(x.device)', "on_gpu = accel.is_accelerator_device(str(x.device))"),
         ('if device.type != "cuda":\n    pass', "if not accel.is_accelerator_device(device.type):"),
+        # a guard around CUDA-only code stays a CUDA-only test, both polarities
+        ('if x.device.type == "cuda":\n    print(torch.cuda.get_device_capability())', None),
+        ('if device_type != "cuda":\n    print("no fp8")\nelse:\n    torch.cuda.ipc_collect()', None),
+        ('def f(x):\n    if x.device.type != "cuda":\n        return\n    torch.cuda.ipc_collect()', None),
+        ('for x in xs:\n    if is_ddp and x.device.type == "cuda":\n        torch.cuda.ipc_collect()', None),
+        # a rewritten test implies an accelerator: the guarded call does not ask again
+        ('if device_type == "cuda":\n    torch.cuda.manual_seed(0)', "    accel.manual_seed(0)"),
     ),
     counterexamples=(
         'if accel.device_type() == "cuda":\n    pass',
