@@ -8,7 +8,9 @@ questions here:
 - :func:`cuda_sides`: for each ``if`` whose test a rule recognises, the *CUDA side*: the body
   of a positive test; for a negated one (``not torch.cuda.is_available()``,
   ``device_type != "cuda"``) the ``else`` branch and, when the body ends in
-  ``return``/``raise``/``continue``/``break``, the rest of the block after the ``if``;
+  ``return``/``raise``/``continue``/``break``, the rest of the block after the ``if``; for
+  ``assert torch.cuda.is_available()`` / ``assert device_type in ["cuda", "cpu"]`` the rest of
+  the block after the assertion;
 - :func:`cuda_only_lines`: the lines on that side holding *CUDA-only code*, a site some rule
   reports as needing a person (a finding without a fix: ``torch.cuda.get_device_capability()``,
   an NVTX range, FP8 training). Where there is one, the guard must stay true exactly where it
@@ -42,16 +44,20 @@ def _blocks(tree: ast.AST) -> Iterator[list[ast.stmt]]:
 
 
 def cuda_sides(tree: ast.AST, classify: Classify) -> Iterator[tuple[ast.AST, ast.AST, bool, tuple[int, int]]]:
-    """Each ``if`` whose test ``classify`` recognises: its marked node, the node to replace, polarity, CUDA-side lines."""
+    """Each ``if`` (or ``assert``) whose test ``classify`` recognises: its marked node, the node to replace, polarity, CUDA-side lines."""
     for block in _blocks(tree):
         for i, stmt in enumerate(block):
-            if not isinstance(stmt, ast.If):
+            if not isinstance(stmt, (ast.If, ast.Assert)):
                 continue
             found = classify(stmt.test)
             if found is None:
                 continue
             marked, whole, positive = found
-            if positive:
+            if isinstance(stmt, ast.Assert):
+                if not positive:
+                    continue
+                side = block[i + 1 :]  # an assertion guards the rest of its block
+            elif positive:
                 side = stmt.body
             else:
                 side = list(stmt.orelse) + (block[i + 1 :] if isinstance(stmt.body[-1], _ENDS) else [])

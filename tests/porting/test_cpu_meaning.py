@@ -162,6 +162,12 @@ SHAPES: list[tuple[str, str, str]] = [
     ("guarded seed inside a device-type guard",
      "device_type = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
      "if device_type == 'cuda':\n    torch.cuda.manual_seed(0)\nvalue = torch.rand(2).tolist()\n", SAME_RESULT),
+    ("device types listed in an assertion",
+     "def f(device_type):\n    assert device_type in ['cuda', 'mps', 'cpu'], 'Invalid device type'\n    return device_type\n"
+     "value = [f('cpu'), f('mps'), f('cuda')]\n", SAME_RESULT),
+    ("a device type the assertion refuses",
+     "def f(device_type):\n    assert device_type in ['cuda', 'mps', 'cpu'], 'Invalid device type'\n    return device_type\n"
+     "value = f('neuron')\n", SAME_RESULT),
     ("guarded seed inside a guard",
      "if torch.cuda.is_available():\n    torch.cuda.manual_seed(0)\nvalue = torch.rand(2).tolist()\n", SAME_RESULT),
     ("seed as a statement",
@@ -263,3 +269,13 @@ def test_a_guard_around_cuda_only_code_stays_closed_on_another_accelerator(
     monkeypatch.setattr(accel, "is_accelerator_available", lambda: True)
     monkeypatch.setattr(accel, "device_type", lambda: "neuron")
     assert _outcome(ported) == before, ported
+
+
+def test_an_asserted_list_of_device_types_admits_the_selected_accelerator(monkeypatch: pytest.MonkeyPatch) -> None:
+    # nanochat's compute_init: what it accepted still passes, and so does the accelerator it is now given
+    source = "def f(device_type):\n    assert device_type in ['cuda', 'mps', 'cpu'], 'Invalid device type'\n    return device_type\n"
+    ported = port_source("import torch\n" + source).output
+    monkeypatch.setattr(accel, "is_accelerator_available", lambda: True)
+    monkeypatch.setattr(accel, "device_type", lambda: "neuron")
+    assert _outcome(ported + "value = [f('cpu'), f('mps'), f('cuda'), f('neuron')]\n") == (["cpu", "mps", "cuda", "neuron"], None, None)
+    assert _outcome(ported + "value = f('xpu')\n")[1] == "AssertionError"

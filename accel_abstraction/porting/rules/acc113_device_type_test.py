@@ -101,16 +101,42 @@ def _compare(node: ast.Compare, segment: Segment, is_device_ish: Predicate, inte
         members: list[str] | None = None
         if value is None and isinstance(literal, (ast.Tuple, ast.List, ast.Set)) and isinstance(op, (ast.In, ast.NotIn)):
             members = [m or "" for m in map(str_value, literal.elts)]
-            if "cuda" not in members:
+            if "cuda" not in members or any(isinstance(e, ast.Starred) for e in literal.elts):
+                # a starred member: computed (the port's own accelerator member among them)
                 continue
         elif value is None or not value.startswith("cuda") or not isinstance(op, (ast.Eq, ast.NotEq)):
             continue
         if not is_device_ish(other) or intentional(other):
             return None
         positive = isinstance(op, (ast.Eq, ast.In))
-        foldable = value == "cuda" or members == ["cuda"]
-        return DeviceTest(node, _predicate(segment(other), positive) if foldable else None)
+        if value == "cuda" or members == ["cuda"]:
+            return DeviceTest(node, _predicate(segment(other), positive))
+        if members is not None:
+            return DeviceTest(node, _with_accelerator(node, literal, other, members, segment))
+        return DeviceTest(node, None)
     return None
+
+
+#: What a list of device types gains: the selected accelerator's type, only where there is one.
+ACCELERATOR_MEMBER = "*([accel.device_type()] if accel.is_accelerator_available() else [])"
+
+
+def _with_accelerator(node: ast.Compare, literal: ast.AST, other: ast.AST, members: list[str], segment: Segment) -> str | None:
+    """``device_type in ["cuda", "mps", "cpu"]`` with the selected accelerator's type added to the list.
+
+    The test keeps its meaning where the program ran before: on the cpu backend nothing is added,
+    on cuda ``"cuda"`` (already there); on another accelerator its type (``"neuron"``) is accepted
+    as ``"cuda"`` was. ``None`` (a person decides) where the list names a CUDA device
+    (``"cuda:0"``) besides ``"cuda"``, or its text holds a comment.
+    """
+    if any(m.startswith("cuda") and m != "cuda" for m in members) or literal is not node.comparators[0]:
+        return None
+    subject, listed = segment(other), segment(literal)
+    if subject is None or listed is None or "#" in listed:
+        return None
+    body = listed[:-1].rstrip().rstrip(",")
+    op = "in" if isinstance(node.ops[0], ast.In) else "not in"
+    return f"{subject} {op} {body}, {ACCELERATOR_MEMBER}{listed[-1]}"
 
 
 def _polarity(node: ast.AST) -> bool | None:
@@ -181,7 +207,9 @@ def check_device_test(scan: ScanContext, node: ast.AST) -> bool:
     elif test.text is not None:
         scan.report(node, "ACC113", None, Replace(text=test.text), suggestion=test.text)
     else:
-        scan.report(node, "ACC113", "cannot be folded to one test")
+        scan.report(node, "ACC113", "cannot be folded to one test",
+                    suggestion="it names a CUDA device (\"cuda:0\") besides other values; write the accelerator's test "
+                    "by hand (accel.is_accelerator_device(x)) where that keeps its meaning on cpu and cuda")  # fmt: skip
     return True
 
 
@@ -212,6 +240,18 @@ RULE = Rule(
         ('if device_type != "cuda":\n    print("no fp8")\nelse:\n    torch.cuda.ipc_collect()', None),
         ('def f(x):\n    if x.device.type != "cuda":\n        return\n    torch.cuda.ipc_collect()', None),
         ('for x in xs:\n    if is_ddp and x.device.type == "cuda":\n        torch.cuda.ipc_collect()', None),
+        # a list of device types gains the selected accelerator's, only where there is one
+        (
+            'assert device_type in ["cuda", "mps", "cpu"], "bad"',
+            'assert device_type in ["cuda", "mps", "cpu", *([accel.device_type()] if accel.is_accelerator_available() else [])], "bad"',
+        ),
+        (
+            'if device not in ("cuda", "mps",):\n    pass',
+            'if device not in ("cuda", "mps", *([accel.device_type()] if accel.is_accelerator_available() else [])):',
+        ),
+        # ... but not where that would open CUDA-only code, nor beside a CUDA device
+        ('def f(device_type):\n    assert device_type in ["cuda", "cpu"]\n    print(torch.cuda.get_device_capability())', None),
+        ('ok = device in ("cuda", "cuda:0", "cpu")', None),
         # a rewritten test implies an accelerator: the guarded call does not ask again
         ('if device_type == "cuda":\n    torch.cuda.manual_seed(0)', "    accel.manual_seed(0)"),
     ),
@@ -220,5 +260,6 @@ RULE = Rule(
         'if x.device.type == "cpu":\n    pass',
         "ok = accel.is_accelerator_device(device)",
         'ok = kind == "cuda"',
+        'ok = device_type in ["cuda", "cpu", *([accel.device_type()] if accel.is_accelerator_available() else [])]',
     ),
 )

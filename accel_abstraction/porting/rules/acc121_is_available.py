@@ -90,5 +90,6 @@ RULE = Rule(
         ("if torch.cuda.is_available():\n    print(torch.cuda.get_device_capability())", 'if accel.device_type() == "cuda":'),
         ("if not torch.cuda.is_available():\n    print('cpu')\nelse:\n    torch.cuda.ipc_collect()", 'if accel.device_type() != "cuda":'),
         ("if torch.cuda.is_available():\n    torch.cuda.manual_seed(0)", "    accel.manual_seed(0)"),
+        ("assert torch.cuda.is_available()\nprint(torch.cuda.get_device_capability())", 'assert accel.device_type() == "cuda"'),
     ),
 )
