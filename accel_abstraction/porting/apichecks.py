@@ -30,6 +30,8 @@ _TABLE_ROOTS = (
     "torch.autograd.profiler.emit_nvtx",
     "torch._scaled_mm",
     "torch.utils.collect_env.",
+    "torch.get_autocast_gpu_dtype",
+    "torch.set_autocast_gpu_dtype",
 )
 #: Modules whose imported names are reported on the import line too (a build or an environment report needs a person).
 _IMPORT_REPORTED = ("torch.utils.cpp_extension.CUDA_HOME", "torch.utils.collect_env.")

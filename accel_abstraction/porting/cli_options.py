@@ -10,17 +10,27 @@ person knows what to change where the program is started.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from .guards import last_name, str_value
 
-_DEVICE_WORDS = ("device", "gpu")
+#: Words of a flag that name a device (``--device``, ``--gpu``, ``--gpus``).
+_DEVICE_WORDS = frozenset({"device", "devices", "gpu", "gpus"})
+#: Other words a flag choosing a device may have (``--gpu-id``, ``--device-name``, ``--cuda-device``);
+#: any other word makes it about something else (``--device-batch-size``, ``--num-gpus``).
+_QUALIFIERS = frozenset({"id", "ids", "idx", "index", "ordinal", "name", "type", "cuda", "local", "main", "default", "target"})
+
+
+def _chooses_device(flag: str) -> bool:
+    words = [w for w in re.split(r"[-_]+", flag.lower()) if w]
+    return any(w in _DEVICE_WORDS for w in words) and all(w in _DEVICE_WORDS or w in _QUALIFIERS for w in words)
 
 
 def device_option(names: Sequence[str]) -> str | None:
     """The longest flag among ``add_argument``'s positional ``names`` if it chooses a device, else ``None``."""
-    flags = [n for n in names if n.startswith("-") and any(w in n.lower() for w in _DEVICE_WORDS)]
+    flags = [n for n in names if n.startswith("-") and _chooses_device(n)]
     return max(flags, key=len) if flags else None
 
 

@@ -43,7 +43,9 @@ def api_table() -> str:
         port_to = _code(row.port_to) if row.portable else "manual: " + _cell(row.hint)
         if row.portable and row.hint:
             port_to += f" ({_cell(row.hint)})"
-        name = row.api + ("." + "*" if row.kind == "manual" and row.api.count(".") < 2 else "")
+        # a manual row under which other rows lie covers the rest of its names: ``torch.cuda.*``
+        parent = row.kind == "manual" and any(other.api.startswith(row.api + ".") for other in TABLE)
+        name = row.api + (".*" if parent else "")
         lines.append(f"| `{name}` | {row.code} | {row.kind} | {port_to} | {_cell(row.on_cpu_text)} |")
     return "\n".join(lines) + "\n"
 

@@ -20,7 +20,8 @@ from collections.abc import Iterable, Sequence
 #: tests with one regular expression.
 BUILTIN_PRECHECK: tuple[str, ...] = (
     "cuda", "CUDA", "cudnn", "CUDNN", "nccl", "NCCL", "pin_memory", "GradScaler", "apex", "cupy", "nvtx",  # accel: ignore
-    "nvml", "_scaled_mm", "fused=True", '"fused"', "'fused'", "use_fused", "peak_flops", "flops_promised", "e12",
+    "nvml", "_scaled_mm", "fused=True", '"fused"', "'fused'", "use_fused", "peak_flops", "PEAK_FLOPS", "flops_promised", "e12", "peak_bandwidth", "PEAK_BANDWIDTH", "autocast_gpu_dtype",
+    "float8_training",
     "nvidia-smi", "gencode", "generate-code", "arch=sm_",  # accel: ignore
     '.cu"', ".cu'", ".cuh",
     # CUDA libraries' variables, compiled CUDA extension modules, NVIDIA tools, torch's NVIDIA environment report

@@ -38,12 +38,11 @@ from .guards import (
 )
 from .mapping import CALLS
 from .prefilter import might_couple, touches
-from .rules import BUILTIN_RULES, VISITS, Match, Rule
+from .rules import BUILTIN_RULES, VISITS, Match, Rule, acc113_device_type_test, acc121_is_available
 from .rules.acc113_device_type_test import check_device_test
-from .rules.acc121_is_available import guard_what_it_guards
 from .rules.acc132_autocast_cuda import AUTOCAST, autocast_like
 from .rules.acc171_nccl_backend import BACKEND_NAME
-from .rules.acc208_peak_flops import check_peak_flops
+from .rules.acc208_peak_flops import about_peak, check_peak_flops
 from .rules.base import CallCheck
 
 #: Qualified callee -> the check of the built-in rule that examines its calls (``Rule.calls``).
@@ -105,7 +104,8 @@ class Scan(ApiChecks):
             handler = handlers.get(type(node))
             if handler is None or handler(node):
                 stack.extend(iter_children(node))
-        return guard_what_it_guards(self.tree, self.aliases.qualname, self.span, self.findings)
+        findings = acc121_is_available.guard_what_it_guards(self.tree, self.aliases.qualname, self.span, self.findings)
+        return acc113_device_type_test.guard_what_it_guards(self.tree, self.span, findings)
 
     def push(self, *nodes: ast.AST | None) -> None:
         self.stack.extend(n for n in nodes if n is not None)
@@ -236,7 +236,7 @@ class Scan(ApiChecks):
                 self.device_value(value, string_typed=True)
             elif BACKEND_NAME.search(name):
                 self.backend_value(value)
-            elif "flops" in name.lower():
+            elif about_peak(name):
                 check_peak_flops(self, target, name, value)
         return False
 
@@ -254,10 +254,11 @@ class Scan(ApiChecks):
         return True
 
     def visit_annassign(self, node: ast.AnnAssign) -> bool:
-        if self._flag_assign(node.target, node.value, node, False):
-            self.push(node.value)
-            return False
-        return True
+        # the annotation is a type, not code that runs on a device: ``start: Optional[torch.cuda.Event]``
+        if not self._flag_assign(node.target, node.value, node, False):
+            self.push(node.target)
+        self.push(node.value)
+        return False
 
     def visit_for(self, node: ast.For) -> bool:
         """``for key, value in (("NCCL_DEBUG", "INFO"), ...): os.environ[key] = value``."""
@@ -328,7 +329,9 @@ class Scan(ApiChecks):
         for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
             if kw_default is not None:
                 self._param_default(arg.arg, kw_default)
-        return True
+        # parameter and return annotations are types, not code that runs on a device
+        self.push(*node.decorator_list, *args.defaults, *args.kw_defaults, *node.body)
+        return False
 
     def _param_default(self, name: str, default: ast.AST) -> None:
         if not any(visit(self, name, default) for visit in VISITS.get("default", ())):

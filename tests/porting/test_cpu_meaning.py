@@ -146,6 +146,28 @@ SHAPES: list[tuple[str, str, str]] = [
     ("early return before CUDA-only code",
      "def f():\n    if not torch.cuda.is_available():\n        return 'cpu'\n    return torch.cuda.get_device_capability()\nvalue = f()\n",
      SAME_RESULT),
+    # ACC113: a device-type test around CUDA-only code (nanochat's FP8 guard) stays a CUDA-only test
+    ("device-type guard around CUDA-only code",
+     "device_type = 'cuda' if torch.cuda.is_available() else 'cpu'\nvalue = []\n"
+     "if device_type == 'cuda':\n    value.append(torch.cuda.get_device_capability())\nelse:\n    value.append('cpu')\n",
+     SAME_RESULT),
+    ("negated device-type guard, CUDA-only else",
+     "device_type = 'cuda' if torch.cuda.is_available() else 'cpu'\nvalue = []\n"
+     "if device_type != 'cuda':\n    value.append('no fp8')\nelse:\n    value.append(torch.cuda.get_device_capability())\n",
+     SAME_RESULT),
+    ("early return on a device type before CUDA-only code",
+     "device_type = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+     "def f():\n    if device_type != 'cuda':\n        return 'cpu'\n    return torch.cuda.get_device_capability()\nvalue = f()\n",
+     SAME_RESULT),
+    ("guarded seed inside a device-type guard",
+     "device_type = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+     "if device_type == 'cuda':\n    torch.cuda.manual_seed(0)\nvalue = torch.rand(2).tolist()\n", SAME_RESULT),
+    ("device types listed in an assertion",
+     "def f(device_type):\n    assert device_type in ['cuda', 'mps', 'cpu'], 'Invalid device type'\n    return device_type\n"
+     "value = [f('cpu'), f('mps'), f('cuda')]\n", SAME_RESULT),
+    ("a device type the assertion refuses",
+     "def f(device_type):\n    assert device_type in ['cuda', 'mps', 'cpu'], 'Invalid device type'\n    return device_type\n"
+     "value = f('neuron')\n", SAME_RESULT),
     ("guarded seed inside a guard",
      "if torch.cuda.is_available():\n    torch.cuda.manual_seed(0)\nvalue = torch.rand(2).tolist()\n", SAME_RESULT),
     ("seed as a statement",
@@ -228,13 +250,32 @@ def test_the_accelerator_predicate_takes_only_the_selected_accelerator(monkeypat
         assert device_tests.is_accelerator_device(other) is False, other
 
 
-@pytest.mark.parametrize("source", [s[1] for s in SHAPES[:3]], ids=[s[0] for s in SHAPES[:3]])
-def test_a_guard_around_cuda_only_code_stays_closed_on_another_accelerator(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+#: The guard shapes above around CUDA-only code, and the CUDA-only test each must keep: ACC121's
+#: becomes ``accel.device_type() == "cuda"``; ACC113's is kept as it is (``device_type != 'cuda'``).
+_CUDA_ONLY_GUARDS = [(s[0], s[1], ('accel.device_type() == "cuda"', 'accel.device_type() != "cuda"')) for s in SHAPES[:3]] + [
+    (s[0], s[1], ("device_type == 'cuda'", "device_type != 'cuda'")) for s in SHAPES[3:6]
+]
+
+
+@pytest.mark.parametrize(("source", "kept"), [g[1:] for g in _CUDA_ONLY_GUARDS], ids=[g[0] for g in _CUDA_ONLY_GUARDS])
+def test_a_guard_around_cuda_only_code_stays_closed_on_another_accelerator(
+    source: str, kept: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # the emulated neuron device: an accelerator that is not CUDA; the block's CUDA-only call
     # would stop there with "Torch not compiled with CUDA enabled"
     before = _outcome("import torch\n" + source)
     ported = port_source("import torch\n" + source).output
-    assert 'accel.device_type() == "cuda"' in ported or 'accel.device_type() != "cuda"' in ported, ported
+    assert any(test in ported for test in kept), ported
     monkeypatch.setattr(accel, "is_accelerator_available", lambda: True)
     monkeypatch.setattr(accel, "device_type", lambda: "neuron")
     assert _outcome(ported) == before, ported
+
+
+def test_an_asserted_list_of_device_types_admits_the_selected_accelerator(monkeypatch: pytest.MonkeyPatch) -> None:
+    # nanochat's compute_init: what it accepted still passes, and so does the accelerator it is now given
+    source = "def f(device_type):\n    assert device_type in ['cuda', 'mps', 'cpu'], 'Invalid device type'\n    return device_type\n"
+    ported = port_source("import torch\n" + source).output
+    monkeypatch.setattr(accel, "is_accelerator_available", lambda: True)
+    monkeypatch.setattr(accel, "device_type", lambda: "neuron")
+    assert _outcome(ported + "value = [f('cpu'), f('mps'), f('cuda'), f('neuron')]\n") == (["cpu", "mps", "cuda", "neuron"], None, None)
+    assert _outcome(ported + "value = f('xpu')\n")[1] == "AssertionError"

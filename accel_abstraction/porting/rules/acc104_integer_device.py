@@ -165,5 +165,8 @@ RULE = Rule(
         "m = DDP(model, device_ids=[local_rank])",
         "y = x.to(torch.float16)",
         'p.add_argument("--epochs", type=int, default=0)',
+        # a size per device, a number of devices: not a device (nanochat's base_train.py)
+        'p.add_argument("--device-batch-size", type=int, default=32)',
+        'p.add_argument("--num-gpus", type=int, default=1)',
     ),
 )

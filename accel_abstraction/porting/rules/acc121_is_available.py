@@ -6,10 +6,10 @@ every accelerator, right for ``model.cuda()`` (ported to ``model.to(accel.device
 wrong for a block that holds CUDA-only code: ``torch.cuda.get_device_capability()`` then
 runs on the emulated neuron device and stops with "Torch not compiled with CUDA enabled".
 
-:func:`guard_what_it_guards` looks at the CUDA side of each such ``if`` (the body of
-``if torch.cuda.is_available():``, the ``else`` branch of ``if not torch.cuda.is_available():``
-and, when that branch ends in ``return``/``raise``/``continue``/``break``, the rest of the
-block after it): where it holds a site a rule reports as needing a person, the test becomes
+:func:`guard_what_it_guards` looks at the CUDA side of each such ``if`` (:mod:`..guarded`: the
+body of ``if torch.cuda.is_available():``, the ``else`` branch of ``if not
+torch.cuda.is_available():`` and, when its body ends in ``return``/``raise``/``continue``/``break``,
+the rest of the block after it): where it holds a site a rule reports as needing a person, the test becomes
 ``accel.device_type() == "cuda"`` (``!=`` for the negated one), so the block runs where it ran
 before and nowhere else. Guarded rewrites on the CUDA side (``accel.manual_seed(s) if
 accel.is_accelerator_available() else None``) lose the repeated test there.
@@ -19,19 +19,18 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from ..apis import SAME, call
 from ..findings import Finding
 from ..fixes import Replace
+from ..guarded import cuda_only_lines, cuda_sides, drop_repeated_guards
 from .base import Rule
 
 AVAILABLE = "torch.cuda.is_available"
 #: The tests a guard around CUDA-only code keeps (true exactly where CUDA is the backend).
 CUDA_ONLY = 'accel.device_type() == "cuda"'
 NOT_CUDA = 'accel.device_type() != "cuda"'
-_ENDS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
-
 Qualname = Callable[[ast.AST], "str | None"]
 Span = Callable[[ast.AST], "tuple[int, int, int, int]"]
 
@@ -53,47 +52,18 @@ def _availability(test: ast.AST, qualname: Qualname) -> tuple[ast.Call, ast.AST,
     return None
 
 
-def _blocks(tree: ast.AST) -> Iterator[list[ast.stmt]]:
-    for node in ast.walk(tree):
-        for name in ("body", "orelse", "finalbody"):
-            block = getattr(node, name, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                yield block
-
-
-def cuda_sides(tree: ast.AST, qualname: Qualname) -> Iterator[tuple[ast.Call, ast.AST, bool, tuple[int, int]]]:
-    """Each ``if`` testing ``torch.cuda.is_available()``: its call, the node to replace, polarity, CUDA-side lines."""
-    for block in _blocks(tree):
-        for i, stmt in enumerate(block):
-            if not isinstance(stmt, ast.If):
-                continue
-            found = _availability(stmt.test, qualname)
-            if found is None:
-                continue
-            call_node, whole, positive = found
-            if positive:
-                side = stmt.body
-            else:
-                side = list(stmt.orelse) + (block[i + 1 :] if isinstance(stmt.body[-1], _ENDS) else [])
-            if side:
-                yield call_node, whole, positive, (side[0].lineno, side[-1].end_lineno or side[-1].lineno)
-
-
 def guard_what_it_guards(tree: ast.AST, qualname: Qualname, span: Span, findings: list[Finding]) -> list[Finding]:
     """``findings`` with each ``torch.cuda.is_available()`` guard fitted to what it guards (module docstring)."""
     if not any(f.code == "ACC121" for f in findings):
         return findings
     by_start = {(f.line, f.col, f.code): i for i, f in enumerate(findings)}
     out = list(findings)
-    for call_node, whole, positive, (first, last) in cuda_sides(tree, qualname):
-        inside = [i for i, f in enumerate(out) if first <= f.line <= last]
-        for i in inside:
-            fix = out[i].fix
-            if fix is not None and fix.guard in ("value", "bare"):
-                out[i] = dataclasses.replace(out[i], fix=dataclasses.replace(fix, guard=""),
-                                             suggestion=(out[i].suggestion or "").split(" if accel.")[0])  # fmt: skip
-        if not any(out[i].fix is None for i in inside):
+    for call_node, whole, positive, lines in cuda_sides(tree, lambda test: _availability(test, qualname)):
+        drop_repeated_guards(out, lines)
+        cuda_only = cuda_only_lines(out, lines)
+        if not cuda_only:
             continue
+        assert isinstance(call_node, ast.Call)
         line, col, _, _ = span(call_node.func)
         at = by_start.get((line, col + 1, "ACC121"))
         if at is None or out[at].fix is None:
@@ -102,7 +72,7 @@ def guard_what_it_guards(tree: ast.AST, qualname: Qualname, span: Span, findings
         out[at] = dataclasses.replace(
             out[at],
             fix=Replace(text=text).at(span(whole)),
-            message=f"{RULE.message}: guards CUDA-only code (line {min(out[i].line for i in inside if out[i].fix is None)})",
+            message=f"{RULE.message}: guards CUDA-only code (line {cuda_only[0]})",
             suggestion=f"{text}: the block runs only where it ran before",
         )
     return out
@@ -120,5 +90,6 @@ RULE = Rule(
         ("if torch.cuda.is_available():\n    print(torch.cuda.get_device_capability())", 'if accel.device_type() == "cuda":'),
         ("if not torch.cuda.is_available():\n    print('cpu')\nelse:\n    torch.cuda.ipc_collect()", 'if accel.device_type() != "cuda":'),
         ("if torch.cuda.is_available():\n    torch.cuda.manual_seed(0)", "    accel.manual_seed(0)"),
+        ("assert torch.cuda.is_available()\nprint(torch.cuda.get_device_capability())", 'assert accel.device_type() == "cuda"'),
     ),
 )

@@ -26,5 +26,14 @@ RULE = Rule(
         manual("torch.cuda.StreamContext", "use accel.stream(s)"),
         manual("torch.cuda.ExternalStream", "external CUDA streams are CUDA-only"),
     ),
-    examples=(("e = torch.cuda.Event(enable_timing=True)", "e = accel.Event(enable_timing=True)"),),
+    examples=(
+        ("e = torch.cuda.Event(enable_timing=True)", "e = accel.Event(enable_timing=True)"),
+        # the annotation is a type, not a call: it stays (accel.Event is a function, not a type)
+        ("e: torch.cuda.Event = torch.cuda.Event(enable_timing=True)", "e: torch.cuda.Event = accel.Event(enable_timing=True)"),
+    ),
+    counterexamples=(
+        # type annotations only (nanotron's logging/timers.py); the events are made elsewhere
+        "from typing import Optional\nstart: Optional[torch.cuda.Event] = None",
+        "def elapsed(start: torch.cuda.Event, s: 'x' = None) -> torch.cuda.Stream:\n    return start",
+    ),
 )

@@ -32,6 +32,18 @@ def check_fused_argument(scan: ScanContext, call: ast.Call, keyword: ast.keyword
     check_fused(scan, keyword.value)
 
 
+#: torchao's FP8 training entry point (``torchao.float8``), and copies of its API under other modules (nanochat's ``nanochat.fp8``).
+_FP8_TRAINING = "convert_to_float8_training"
+
+
+def check_fp8_training(scan: ScanContext, node: ast.AST, qualname: str) -> bool:
+    """``convert_to_float8_training(model, ...)``: its layers run FP8 matmuls (``torch._scaled_mm``), a CUDA capability."""
+    if qualname.rpartition(".")[2] != _FP8_TRAINING:
+        return False
+    scan.report(node, "ACC207", f"{qualname}: FP8 training", suggestion="FP8 matmuls (torch._scaled_mm) are a CUDA capability here; guard with accel.capabilities()")
+    return True
+
+
 def fused_choices(nodes: Iterable[ast.AST]) -> set[int]:
     """ids of nodes inside a value that chooses a fused kernel (``use_fused = ...``, ``fused=...``)."""
     ids: set[int] = set()
@@ -54,7 +66,7 @@ RULE = Rule(
     "CUDA-only kernel or capability",
     "guard with accel.capabilities()",
     portable=False,
-    visits={"keyword:fused": check_fused_argument, "dict:fused": check_fused},
+    visits={"keyword:fused": check_fused_argument, "dict:fused": check_fused, "reference": check_fp8_training},
     apis=(
         manual("torch._scaled_mm", "FP8 matmul is a capability question; guard with accel.capabilities()"),
         manual(
@@ -70,6 +82,11 @@ RULE = Rule(
         ("opt = torch.optim.AdamW(params, fused=True)", None),
         ("use_fused = device_type == 'cuda'", None),
         ("y = torch._scaled_mm(a, b, scale_a=s, scale_b=s)", None),
+        ("from torchao.float8 import convert_to_float8_training\nconvert_to_float8_training(model)", None),
+        ("from nanochat.fp8 import convert_to_float8_training\nconvert_to_float8_training(model, config=c)", None),
     ),
-    counterexamples=("opt = torch.optim.AdamW(params, fused=False)",),
+    counterexamples=(
+        "opt = torch.optim.AdamW(params, fused=False)",
+        "def convert_to_float8_training(m):\n    return m\nconvert_to_float8_training(model)",
+    ),
 )
