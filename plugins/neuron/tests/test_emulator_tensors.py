@@ -117,3 +117,17 @@ def test_lazy_conjugate_and_negative_views_keep_their_meaning():
     assert torch.equal(xn.conj().resolve_conj().cpu(), x.conj().resolve_conj())
     y = torch.randn(3)
     assert torch.equal(y.to("neuron")._neg_view().cpu(), y._neg_view())
+
+
+@pytest.mark.parametrize("new_size", [4, 16])
+def test_resize_leaves_other_tensors_on_the_storage_alone(new_size):
+    # On the Python path a CPU view is cached per storage and geometry and lent to every op on a
+    # tensor of that geometry: resize_ once resized the cached view itself, so a second tensor over
+    # the same storage (same shape) then summed 4 (or read 16) elements instead of its 8.
+    x = torch.arange(8.0, device="neuron")
+    assert x.sum().item() == 28.0  # its CPU view is now cached
+    y = x.view(8)
+    y.resize_(new_size)
+    assert y.shape == (new_size,)
+    assert x.shape == (8,) and x.sum().item() == 28.0
+    assert torch.equal(x.cpu(), torch.arange(8.0))
