@@ -131,3 +131,23 @@ def test_resize_leaves_other_tensors_on_the_storage_alone(new_size):
     assert y.shape == (new_size,)
     assert x.shape == (8,) and x.sum().item() == 28.0
     assert torch.equal(x.cpu(), torch.arange(8.0))
+
+
+def test_is_same_size_takes_tensors_on_two_devices():
+    # PyTorch declares is_same_size device_check: NoCheck (a CUDA and a CPU tensor compare); the
+    # emulator once raised its device mismatch, which broke forward-mode AD's copy_ of a neuron dual
+    # tensor into a CPU tensor (PyTorch's test_autograd test_copy_forward_ad_same_layout_copies_grad).
+    n = torch.ones(2, 1, device="neuron")
+    assert n.is_same_size(torch.zeros(2, 1)) and torch.zeros(2, 1).is_same_size(n)
+    assert not n.is_same_size(torch.zeros(1, 2))
+    import torch.autograd.forward_ad as fwad
+
+    tangent = torch.tensor([[5.0], [6.0]], device="neuron")
+    with fwad.dual_level():
+        dual = fwad.make_dual(torch.tensor([[3.0], [4.0]], device="neuron"), tangent)
+        cpu = torch.tensor([[1.0], [2.0]])
+        cpu.copy_(dual)
+        primal, copied = fwad.unpack_dual(cpu)
+        assert primal.tolist() == [[3.0], [4.0]] and copied.tolist() == [[5.0], [6.0]]
+        # PyTorch's copy_ clones the source's tangent (on its device, as with a CUDA source)
+        assert copied is not tangent and copied.device == tangent.device
