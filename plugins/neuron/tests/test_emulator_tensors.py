@@ -140,6 +140,8 @@ def test_is_same_size_takes_tensors_on_two_devices():
     n = torch.ones(2, 1, device="neuron")
     assert n.is_same_size(torch.zeros(2, 1)) and torch.zeros(2, 1).is_same_size(n)
     assert not n.is_same_size(torch.zeros(1, 2))
+    assert not n.is_set_to(torch.ones(2, 1)) and not torch.ones(2, 1).is_set_to(n)  # NoCheck too
+    assert n.is_set_to(n) and n.is_set_to(n.view(2, 1)) and not n.is_set_to(n.clone())
     import torch.autograd.forward_ad as fwad
 
     tangent = torch.tensor([[5.0], [6.0]], device="neuron")
