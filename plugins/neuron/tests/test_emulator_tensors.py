@@ -117,3 +117,39 @@ def test_lazy_conjugate_and_negative_views_keep_their_meaning():
     assert torch.equal(xn.conj().resolve_conj().cpu(), x.conj().resolve_conj())
     y = torch.randn(3)
     assert torch.equal(y.to("neuron")._neg_view().cpu(), y._neg_view())
+
+
+@pytest.mark.parametrize("new_size", [4, 16])
+def test_resize_leaves_other_tensors_on_the_storage_alone(new_size):
+    # On the Python path a CPU view is cached per storage and geometry and lent to every op on a
+    # tensor of that geometry: resize_ once resized the cached view itself, so a second tensor over
+    # the same storage (same shape) then summed 4 (or read 16) elements instead of its 8.
+    x = torch.arange(8.0, device="neuron")
+    assert x.sum().item() == 28.0  # its CPU view is now cached
+    y = x.view(8)
+    y.resize_(new_size)
+    assert y.shape == (new_size,)
+    assert x.shape == (8,) and x.sum().item() == 28.0
+    assert torch.equal(x.cpu(), torch.arange(8.0))
+
+
+def test_is_same_size_takes_tensors_on_two_devices():
+    # PyTorch declares is_same_size device_check: NoCheck (a CUDA and a CPU tensor compare); the
+    # emulator once raised its device mismatch, which broke forward-mode AD's copy_ of a neuron dual
+    # tensor into a CPU tensor (PyTorch's test_autograd test_copy_forward_ad_same_layout_copies_grad).
+    n = torch.ones(2, 1, device="neuron")
+    assert n.is_same_size(torch.zeros(2, 1)) and torch.zeros(2, 1).is_same_size(n)
+    assert not n.is_same_size(torch.zeros(1, 2))
+    assert not n.is_set_to(torch.ones(2, 1)) and not torch.ones(2, 1).is_set_to(n)  # NoCheck too
+    assert n.is_set_to(n) and n.is_set_to(n.view(2, 1)) and not n.is_set_to(n.clone())
+    import torch.autograd.forward_ad as fwad
+
+    tangent = torch.tensor([[5.0], [6.0]], device="neuron")
+    with fwad.dual_level():
+        dual = fwad.make_dual(torch.tensor([[3.0], [4.0]], device="neuron"), tangent)
+        cpu = torch.tensor([[1.0], [2.0]])
+        cpu.copy_(dual)
+        primal, copied = fwad.unpack_dual(cpu)
+        assert primal.tolist() == [[3.0], [4.0]] and copied.tolist() == [[5.0], [6.0]]
+        # PyTorch's copy_ clones the source's tangent (on its device, as with a CUDA source)
+        assert copied is not tangent and copied.device == tangent.device

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
 import torch
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
@@ -141,3 +142,18 @@ def test_a_hand_written_tree_is_checked_against_the_list(tmp_path: Path) -> None
     assert tree.verify_copies(tmp_path, [row]) == []
     (tmp_path / "test" / "test_x.py").write_text(body + "# edited\n")
     assert "not the listed copy" in tree.verify_copies(tmp_path, [row])[0]
+
+
+def test_an_excerpt_row_is_read_and_checked_as_the_excerpt(tmp_path: Path) -> None:
+    body = "class TestFooDeviceType:\n    pass\n"
+    digest = __import__("hashlib").sha256(body.encode()).hexdigest()
+    listing = tmp_path / "copies.txt"
+    listing.write_text(f"# comment\nexcerpt\tpytorch/pytorch\t{'b' * 40}\ttest/test_y.py\t{len(body)}\t{digest}\n")
+    (row,) = tree.read_copies(listing)
+    assert row.excerpt and row.path == "test/test_y.py"
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "test_y.py").write_text(body + "# the whole stored file\n")
+    assert "not the listed excerpt" in tree.verify_copies(tmp_path, [row])[0]
+    listing.write_text(f"snippet\tpytorch/pytorch\t{'b' * 40}\ttest/test_y.py\t{len(body)}\t{digest}\n")
+    with pytest.raises(ValueError, match="expected 'copy"):
+        tree.read_copies(listing)

@@ -48,8 +48,13 @@ def set_source_storage_offset(
 
 
 def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.Tensor:
-    """Resize a neuron tensor, moving it to a larger neuron storage (old bytes kept) when it must grow."""
-    c = storage.active().cpu_view(self)
+    """Resize a neuron tensor, moving it to a larger neuron storage (old bytes kept) when it must grow.
+
+    The CPU view is a fresh one: ``resize_`` changes its geometry (even when it then fails for
+    want of room, the sizes are set first), and the Python path's cached view of this geometry
+    is lent to every later op on a tensor shaped as ``self`` was, on the same storage.
+    """
+    c = storage.active().fresh_cpu_view(self)
     try:
         c.resize_(size, memory_format=memory_format)
     except RuntimeError as e:

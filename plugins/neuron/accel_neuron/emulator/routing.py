@@ -18,7 +18,10 @@ Routes:
 
 from __future__ import annotations
 
-#: Ops that legitimately mix CPU and neuron tensors.
+#: Ops that legitimately mix CPU and neuron tensors: the copies, and ops PyTorch declares with
+#: ``device_check: NoCheck`` that only read metadata (forward-mode AD's ``copy_`` of a neuron dual
+#: tensor into a CPU tensor compares the two with ``is_same_size`` and ``_has_same_storage_numel``,
+#: as it does on CUDA; ``is_set_to`` answers False for tensors on two devices).
 COPY_OPS = frozenset(
     {
         "aten::copy_",
@@ -28,6 +31,9 @@ COPY_OPS = frozenset(
         "aten::_copy_from_and_resize",
         "aten::lift_fresh_copy",
         "aten::set_",
+        "aten::is_same_size",
+        "aten::_has_same_storage_numel",
+        "aten::is_set_to",
     }
 )
 #: Tensor arguments that are CPU tensors by design on every device (PyTorch moves them there).

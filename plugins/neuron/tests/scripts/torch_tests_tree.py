@@ -37,13 +37,18 @@ INDEX_COPIES = HERE / "torch_tests_index_copies.txt"
 
 
 class Copy(NamedTuple):
-    """One row of ``torch_tests_index_copies.txt``: a file of ``repo`` at ``commit``, as stored."""
+    """One row of ``torch_tests_index_copies.txt``: a file of ``repo`` at ``commit``, as stored.
+
+    ``excerpt``: an ``excerpt`` row, a file holding verbatim parts of the stored one (its comment
+    says which); ``chars`` and ``sha256`` are then the excerpt's.
+    """
 
     repo: str
     commit: str
     path: str
     chars: int
     sha256: str
+    excerpt: bool = False
 
 
 def read_copies(path: Path = INDEX_COPIES) -> list[Copy]:
@@ -53,9 +58,11 @@ def read_copies(path: Path = INDEX_COPIES) -> list[Copy]:
         if not line.strip() or line.startswith("#"):
             continue
         fields = line.split("\t")
-        if len(fields) != 6 or fields[0] != "copy" or len(fields[2]) != 40 or len(fields[5]) != 64:
-            raise ValueError(f"{path}:{number}: expected 'copy<TAB>repo<TAB>commit<TAB>path<TAB>chars<TAB>sha256'")
-        rows.append(Copy(fields[1], fields[2], fields[3], int(fields[4]), fields[5]))
+        if len(fields) != 6 or fields[0] not in ("copy", "excerpt") or len(fields[2]) != 40 or len(fields[5]) != 64:
+            raise ValueError(
+                f"{path}:{number}: expected 'copy<TAB>repo<TAB>commit<TAB>path<TAB>chars<TAB>sha256' (or 'excerpt' first)"
+            )
+        rows.append(Copy(fields[1], fields[2], fields[3], int(fields[4]), fields[5], fields[0] == "excerpt"))
     return rows
 
 
@@ -70,7 +77,8 @@ def verify_copies(tree: Path, copies: list[Copy]) -> list[str]:
         data = file.read_bytes()
         chars = len(data.decode("utf-8"))
         if chars != row.chars or hashlib.sha256(data).hexdigest() != row.sha256:
-            problems.append(f"{row.path}: {chars} characters, not the listed copy at {row.commit[:12]} ({row.chars}); edited, or a test-file patch applied")
+            kind = "excerpt" if row.excerpt else "copy"
+            problems.append(f"{row.path}: {chars} characters, not the listed {kind} at {row.commit[:12]} ({row.chars}); edited, or a test-file patch applied")
     return problems
 
 
