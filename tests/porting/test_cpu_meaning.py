@@ -165,6 +165,9 @@ SHAPES: list[tuple[str, str, str]] = [
     ("device types listed in an assertion",
      "def f(device_type):\n    assert device_type in ['cuda', 'mps', 'cpu'], 'Invalid device type'\n    return device_type\n"
      "value = [f('cpu'), f('mps'), f('cuda')]\n", SAME_RESULT),
+    ("guarded seed inside a list of device types, on mps",
+     "def f(device_type):\n    if device_type in ['cuda', 'mps']:\n        torch.cuda.manual_seed(0)\n"
+     "f('mps')\nvalue = torch.rand(2).tolist()\n", SAME_RESULT),
     ("a device type the assertion refuses",
      "def f(device_type):\n    assert device_type in ['cuda', 'mps', 'cpu'], 'Invalid device type'\n    return device_type\n"
      "value = f('neuron')\n", SAME_RESULT),

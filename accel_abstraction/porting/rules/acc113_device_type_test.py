@@ -13,8 +13,9 @@ A test is a guard, and its rewrite looks at what it guards, as ACC121's does
 needing a person: ``torch.cuda.get_device_capability()``, FP8 training), the test is left as
 it is, a CUDA-only test true exactly where it was true before, and reported for a person with
 that code: ``accel.is_accelerator_device`` would let the block run on any accelerator.
-Elsewhere, guarded rewrites on the CUDA side of a rewritten test lose their repeated
-``accel.is_accelerator_available()`` (the test implies it).
+Elsewhere, guarded rewrites on the CUDA side of a test rewritten to
+``accel.is_accelerator_device`` lose their repeated ``accel.is_accelerator_available()`` (the test
+implies it; a list of device types, ``["cuda", "mps", *...]``, does not).
 """
 
 from __future__ import annotations
@@ -181,7 +182,10 @@ def guard_what_it_guards(tree: ast.AST, span: Span, findings: list[Finding]) -> 
             continue
         cuda_only = cuda_only_lines(out, lines)
         if not cuda_only:
-            drop_repeated_guards(out, lines)
+            if PREDICATE in getattr(out[at].fix, "text", ""):
+                # accel.is_accelerator_device(x) implies an accelerator; a list of device types
+                # (["cuda", "mps", *...]) does not: "mps" passes it on the cpu backend
+                drop_repeated_guards(out, lines)
             continue
         out[at] = dataclasses.replace(
             out[at],
@@ -252,6 +256,8 @@ RULE = Rule(
         # ... but not where that would open CUDA-only code, nor beside a CUDA device
         ('def f(device_type):\n    assert device_type in ["cuda", "cpu"]\n    print(torch.cuda.get_device_capability())', None),
         ('ok = device in ("cuda", "cuda:0", "cpu")', None),
+        # a list of device types implies no accelerator ("mps" passes it): the guarded call still asks
+        ('if device_type in ["cuda", "mps"]:\n    torch.cuda.manual_seed(0)', "    if accel.is_accelerator_available():"),
         # a rewritten test implies an accelerator: the guarded call does not ask again
         ('if device_type == "cuda":\n    torch.cuda.manual_seed(0)', "    accel.manual_seed(0)"),
     ),
