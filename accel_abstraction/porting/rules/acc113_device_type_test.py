@@ -175,17 +175,17 @@ def guard_what_it_guards(tree: ast.AST, span: Span, findings: list[Finding]) -> 
     if not by_start:
         return findings
     out = list(findings)
-    for test, _, _, lines in cuda_sides(tree, _guard_test):
+    for test, _, _, side in cuda_sides(tree, _guard_test):
         line, col, _, _ = span(test)
         at = by_start.get((line, col + 1))
         if at is None or out[at].fix is None:
             continue
-        cuda_only = cuda_only_lines(out, lines)
+        cuda_only = cuda_only_lines(out, side)
         if not cuda_only:
             if PREDICATE in getattr(out[at].fix, "text", ""):
                 # accel.is_accelerator_device(x) implies an accelerator; a list of device types
                 # (["cuda", "mps", *...]) does not: "mps" passes it on the cpu backend
-                drop_repeated_guards(out, lines)
+                drop_repeated_guards(out, side)
             continue
         out[at] = dataclasses.replace(
             out[at],
@@ -244,6 +244,7 @@ RULE = Rule(
         ('if device_type != "cuda":\n    print("no fp8")\nelse:\n    torch.cuda.ipc_collect()', None),
         ('def f(x):\n    if x.device.type != "cuda":\n        return\n    torch.cuda.ipc_collect()', None),
         ('for x in xs:\n    if is_ddp and x.device.type == "cuda":\n        torch.cuda.ipc_collect()', None),
+        ('get_max_memory = torch.cuda.max_memory_allocated if device_type == "cuda" else lambda: 0', None),
         # a list of device types gains the selected accelerator's, only where there is one
         (
             'assert device_type in ["cuda", "mps", "cpu"], "bad"',
