@@ -9,7 +9,8 @@
 A test is a guard, and its rewrite looks at what it guards, as ACC121's does
 (:mod:`..guarded`): where the CUDA side of ``if x.device.type == "cuda":`` (the body; for
 ``!= "cuda"`` the ``else`` branch and the rest of the block after an early
-``return``/``raise``/``continue``/``break``) holds CUDA-only code (a site a rule reports as
+``return``/``raise``/``continue``/``break``; the rest of the block after an ``assert``; the
+chosen value of ``a if x.device.type == "cuda" else b``) holds CUDA-only code (a site a rule reports as
 needing a person: ``torch.cuda.get_device_capability()``, FP8 training), the test is left as
 it is, a CUDA-only test true exactly where it was true before, and reported for a person with
 that code: ``accel.is_accelerator_device`` would let the block run on any accelerator.
