@@ -6,7 +6,7 @@ rewrite looks at the block it guards. Two rules rewrite guards: ACC121
 questions here:
 
 - :func:`cuda_sides`: for each ``if`` whose test a rule recognises, the *CUDA side*: the body
-  of a positive test; for a negated one (``not torch.cuda.is_available()``,
+  of a positive test (of ``a if test else b`` too: ``a``; ``b`` for a negated test); for a negated one (``not torch.cuda.is_available()``,
   ``device_type != "cuda"``) the ``else`` branch and, when the body ends in
   ``return``/``raise``/``continue``/``break``, the rest of the block after the ``if``; for
   ``assert torch.cuda.is_available()`` / ``assert device_type in ["cuda", "cpu"]`` the rest of
@@ -43,8 +43,23 @@ def _blocks(tree: ast.AST) -> Iterator[list[ast.stmt]]:
                 yield block
 
 
-def cuda_sides(tree: ast.AST, classify: Classify) -> Iterator[tuple[ast.AST, ast.AST, bool, tuple[int, int]]]:
-    """Each ``if`` (or ``assert``) whose test ``classify`` recognises: its marked node, the node to replace, polarity, CUDA-side lines."""
+#: Where a CUDA side lies: ``(line, col, end_line, end_col)``, lines 1-based, columns 0-based as in :mod:`ast`.
+Side = tuple[int, int, int, int]
+
+
+def _side(first: ast.AST, last: ast.AST) -> Side:
+    return (first.lineno, first.col_offset, last.end_lineno or last.lineno, last.end_col_offset or 0)  # type: ignore[attr-defined]
+
+
+def cuda_sides(tree: ast.AST, classify: Classify) -> Iterator[tuple[ast.AST, ast.AST, bool, Side]]:
+    """Each ``if``, ``assert`` or ``a if test else b`` whose test ``classify`` recognises: its marked node,
+    the node to replace, polarity, where its CUDA side lies."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.IfExp):
+            found = classify(node.test)
+            if found is not None:
+                branch = node.body if found[2] else node.orelse
+                yield (*found, _side(branch, branch))
     for block in _blocks(tree):
         for i, stmt in enumerate(block):
             if not isinstance(stmt, (ast.If, ast.Assert)):
@@ -62,20 +77,23 @@ def cuda_sides(tree: ast.AST, classify: Classify) -> Iterator[tuple[ast.AST, ast
             else:
                 side = list(stmt.orelse) + (block[i + 1 :] if isinstance(stmt.body[-1], _ENDS) else [])
             if side:
-                yield marked, whole, positive, (side[0].lineno, side[-1].end_lineno or side[-1].lineno)
+                yield marked, whole, positive, _side(side[0], side[-1])
 
 
-def cuda_only_lines(findings: list[Finding], lines: tuple[int, int]) -> list[int]:
-    """Lines within ``lines`` (first, last) of findings that need a person: CUDA-only code there."""
-    first, last = lines
-    return sorted({f.line for f in findings if first <= f.line <= last and f.fix is None})
+def _inside(f: Finding, side: Side) -> bool:
+    line, col, end_line, end_col = side
+    return (line, col) <= (f.line, f.col - 1) and (f.end_line, f.end_col - 1) <= (end_line, end_col)
 
 
-def drop_repeated_guards(findings: list[Finding], lines: tuple[int, int]) -> None:
-    """Rewrites within ``lines`` that ask ``accel.is_accelerator_available()`` first stop asking (in place)."""
-    first, last = lines
+def cuda_only_lines(findings: list[Finding], side: Side) -> list[int]:
+    """Lines of the findings on ``side`` that need a person: CUDA-only code there."""
+    return sorted({f.line for f in findings if f.fix is None and _inside(f, side)})
+
+
+def drop_repeated_guards(findings: list[Finding], side: Side) -> None:
+    """Rewrites on ``side`` that ask ``accel.is_accelerator_available()`` first stop asking (in place)."""
     for i, f in enumerate(findings):
         fix = f.fix
-        if first <= f.line <= last and fix is not None and fix.guard in ("value", "bare"):
+        if fix is not None and fix.guard in ("value", "bare") and _inside(f, side):
             findings[i] = dataclasses.replace(f, fix=dataclasses.replace(fix, guard=""),
                                               suggestion=(f.suggestion or "").split(" if accel.")[0])  # fmt: skip

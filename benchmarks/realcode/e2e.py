@@ -1,9 +1,11 @@
-"""End to end on real scripts: original on CPU vs ported on emulated neuron, losses compared.
+"""End to end on real scripts: original on CPU vs ported on the cpu backend and on emulated neuron, losses compared.
 
 For each scenario: the cached original files are copied to ``orig/`` and, after
 ``accel port``, to ``ported/`` of a scratch folder; synthetic data written here (never a
 download) goes into both.  The original runs with its CPU settings; the ported copy runs
-with ``ACCEL_BACKEND=neuron ACCEL_NEURON_EMULATE=1``, the backend selected before the
+twice, with ``ACCEL_BACKEND=cpu`` and the same settings (a port must not change what the
+program does where it ran before: the printed values must be equal) and with
+``ACCEL_BACKEND=neuron ACCEL_NEURON_EMULATE=1``, the backend selected before the
 script starts (``accel.use()``, then the script as ``__main__``), so scripts that already
 ask ``torch.accelerator`` take the neuron path too.  Every loss the script prints is
 extracted with the scenario's pattern; the run is *identical* when both lists are equal
@@ -35,6 +37,8 @@ except ImportError:  # run as a script
     from build_cache import CACHE, ROOT  # type: ignore[no-redef]
 
 PYTHON = sys.executable
+#: Our own scripts in the shapes of real ones (committed; third-party code stays in the cache).
+OURS = Path(__file__).resolve().parent / "scripts"
 LAUNCH = (
     "import runpy, sys; import accel_abstraction as accel; accel.use(); "
     "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
@@ -55,6 +59,10 @@ class Scenario:
     env: dict[str, str] = field(default_factory=dict)
     #: why identical output is impossible by the script's own design (None: it is possible)
     cannot_match: str | None = None
+    #: the folder holding ``files`` (None: the cache's ``repo`` folder); our own scripts live in ``scripts/``
+    root: Path | None = None
+    #: how many processes torchrun starts (0: the script runs as a plain program)
+    torchrun: int = 0
 
 
 def _nanogpt_data(folder: Path) -> None:
@@ -191,6 +199,17 @@ SCENARIOS = [
         note="torchvision replaced by a synthetic-data stand-in; accelerator path: DataLoader worker, pin_memory",
         cannot_match="the script shuffles only on its accelerator path, and its dropout draws from the device generator",
     ),
+    # our own scripts (benchmarks/realcode/scripts/) for shapes no runnable third-party script here covers
+    Scenario(
+        "speed script (ours: compile, bf16, fused AdamW, CUDA events, capability check)", "ours", ["speed_cuda.py"],
+        ["--compile-backend", "aot_eager"], ["--compile-backend", "aot_eager"], r"loss (\d+\.\d+)", lambda folder: None,
+        root=OURS, note="rasbt's 01_opt_single_gpu.py has these shapes, with a 124M model fixed in its __main__",
+    ),
+    Scenario(
+        "torchrun DDP (ours: 2 ranks, device_ids=[local_rank], DistributedSampler)", "ours", ["ddp_torchrun_cuda.py"],
+        [], [], r"(rank \d+ epoch \d+ loss \d+\.\d+)", lambda folder: None, root=OURS, torchrun=2,
+        note="nanoGPT's train.py has the shape, but under torchrun its original asks for cuda:{rank} even on a CPU",
+    ),
 ]  # fmt: skip
 
 
@@ -215,11 +234,21 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: int) -> tuple[
     return done.returncode, done.stdout, done.stderr
 
 
-def run_scenario(sc: Scenario, scratch: Path) -> tuple[str, str]:
-    """``(verdict, detail)``: verdict is ``identical``, ``different`` or ``failed``."""
+def _compare(name: str, cpu: list[str], rc: int, out: list[str], err: str) -> tuple[str, str]:
+    if rc != 0:
+        return "failed", f"ported on {name}: exit {rc}: {_error_line(err)}"
+    if cpu == out:
+        return "identical", f"{len(cpu)} printed values equal, first {cpu[0]!r}, last {cpu[-1]!r}"
+    first = next(i for i, (a, b) in enumerate(zip(cpu, out, strict=False)) if a != b) if len(cpu) == len(out) else -1
+    return "different", f"first difference at #{first} of {len(cpu)}: original {cpu[first:first + 3]} vs {name} {out[first:first + 3]}"
+
+
+def run_scenario(sc: Scenario, scratch: Path) -> list[tuple[str, str, str]]:
+    """``[(backend, verdict, detail)]`` for the ported copy on the cpu backend and on emulated neuron;
+    verdict is ``identical``, ``different`` or ``failed``."""
     from accel_abstraction.porting.codemod import port_source
 
-    base = CACHE / sc.repo
+    base = sc.root or CACHE / sc.repo
     script_dir = Path(sc.files[0]).parent
     for side in ("orig", "ported"):
         (scratch / side).mkdir()
@@ -232,7 +261,7 @@ def run_scenario(sc: Scenario, scratch: Path) -> tuple[str, str]:
             if side == "ported":
                 result = port_source(text, rel)
                 if result.error:
-                    return "failed", f"port refused {rel}: {result.error}"
+                    return [("any", "failed", f"port refused {rel}: {result.error}")]
                 text = result.output
             dst.write_text(text, encoding="utf-8")
     script = Path(sc.files[0]).name
@@ -243,33 +272,53 @@ def run_scenario(sc: Scenario, scratch: Path) -> tuple[str, str]:
     cpu_env = {**base_env, "PYTHONPATH": os.pathsep.join([str(scratch / "orig"), path])}
     neuron_env = {**base_env, "PYTHONPATH": os.pathsep.join([str(scratch / "ported"), path]),
                   "ACCEL_BACKEND": "neuron", "ACCEL_NEURON_EMULATE": "1"}  # fmt: skip
-    rc1, out1, err1 = _run([PYTHON, script, *sc.cpu_args], scratch / "orig", cpu_env, sc.timeout)
-    rc2, out2, err2 = _run([PYTHON, "-c", LAUNCH, script, *sc.neuron_args], scratch / "ported", neuron_env, sc.timeout)
-    cpu, neuron = _losses(sc.loss, out1), _losses(sc.loss, out2)
+    cpu_backend_env = {**neuron_env, "ACCEL_BACKEND": "cpu"}
+    del cpu_backend_env["ACCEL_NEURON_EMULATE"]
+    if sc.torchrun:
+        # torchrun starts the workers; the ported ones select their backend from ACCEL_BACKEND
+        run = [PYTHON, "-m", "torch.distributed.run", "--nproc-per-node", str(sc.torchrun), "--master-addr", "127.0.0.1"]
+        ports = iter(range(29700 + random.randrange(200) * 3, 29800 + 600))
+        original = [*run, "--master-port", str(next(ports)), script, *sc.cpu_args]
+        ported = {"cpu": [*run, "--master-port", str(next(ports)), script, *sc.cpu_args],
+                  "neuron": [*run, "--master-port", str(next(ports)), script, *sc.neuron_args]}  # fmt: skip
+    else:
+        original = [PYTHON, script, *sc.cpu_args]
+        ported = {"cpu": [PYTHON, "-c", LAUNCH, script, *sc.cpu_args], "neuron": [PYTHON, "-c", LAUNCH, script, *sc.neuron_args]}
+    def losses(out: str) -> list[str]:
+        found = _losses(sc.loss, out)
+        # torchrun's workers print concurrently: each rank's lines in order, the ranks one after another
+        return sorted(found, key=lambda line: line.split()[1]) if sc.torchrun else found
+
+    rc1, out1, err1 = _run(original, scratch / "orig", cpu_env, sc.timeout)
+    cpu = losses(out1)
     if rc1 != 0 or not cpu:
-        return "failed", f"original on cpu: exit {rc1}: {err1.strip().splitlines()[-1:]}"
-    if rc2 != 0:
-        return "failed", f"ported on neuron: exit {rc2}: {_error_line(err2)}"
-    if cpu == neuron:
-        return "identical", f"{len(cpu)} printed values equal, first {cpu[0]!r}, last {cpu[-1]!r}"
-    first = next(i for i, (a, b) in enumerate(zip(cpu, neuron, strict=False)) if a != b) if len(cpu) == len(neuron) else -1
-    return "different", f"first difference at #{first} of {len(cpu)}: cpu {cpu[first:first + 3]} vs neuron {neuron[first:first + 3]}"
+        return [("any", "failed", f"original on cpu: exit {rc1}: {_error_line(err1)}")]
+    verdicts = []
+    for name, env in (("cpu", cpu_backend_env), ("neuron", neuron_env)):
+        rc, out, err = _run(ported[name], scratch / "ported", env, sc.timeout)
+        verdicts.append((name, *_compare(name, cpu, rc, losses(out), err)))
+    return verdicts
 
 
 def run_all(names: list[str] | None = None) -> int:
-    print("end to end: original on cpu vs ported on emulated neuron (printed losses)")
-    identical = ran = 0
+    print("end to end: original on cpu vs ported on the cpu backend and on emulated neuron (printed losses)")
+    identical = ran = same_on_cpu = 0
     chosen = [s for s in SCENARIOS if not names or any(n in s.name for n in names)]
     for sc in chosen:
         with tempfile.TemporaryDirectory(prefix="realcode-e2e-") as tmp:
-            verdict, detail = run_scenario(sc, Path(tmp))
-        identical += verdict == "identical"
-        ran += verdict != "failed"
-        why = f" (expected: {sc.cannot_match})" if sc.cannot_match and verdict == "different" else ""
-        print(f"  {sc.name}: {verdict}: {detail}{why}" + (f" [{sc.note}]" if sc.note else ""))
+            verdicts = run_scenario(sc, Path(tmp))
+        for backend, verdict, detail in verdicts:
+            if backend == "cpu":
+                same_on_cpu += verdict == "identical"
+            else:
+                identical += verdict == "identical" and backend == "neuron"
+                ran += verdict != "failed" and backend == "neuron"
+            why = f" (expected: {sc.cannot_match})" if sc.cannot_match and verdict == "different" and backend != "cpu" else ""
+            print(f"  {sc.name} [{backend}]: {verdict}: {detail}{why}" + (f" [{sc.note}]" if sc.note and backend != "cpu" else ""))
         sys.stdout.flush()
     possible = sum(1 for s in chosen if s.cannot_match is None)
-    print(f"scripts identical after porting: {identical}/{possible} where identity is possible; "
+    print(f"ported scripts printing exactly the original's values on the cpu backend: {same_on_cpu}/{len(chosen)}")
+    print(f"scripts identical after porting on emulated neuron: {identical}/{possible} where identity is possible; "
           f"{ran}/{len(chosen)} ported scripts ran to the end on emulated neuron")
     return 0
 

@@ -165,9 +165,18 @@ SHAPES: list[tuple[str, str, str]] = [
     ("device types listed in an assertion",
      "def f(device_type):\n    assert device_type in ['cuda', 'mps', 'cpu'], 'Invalid device type'\n    return device_type\n"
      "value = [f('cpu'), f('mps'), f('cuda')]\n", SAME_RESULT),
+    ("guarded seed inside a list of device types, on mps",
+     "def f(device_type):\n    if device_type in ['cuda', 'mps']:\n        torch.cuda.manual_seed(0)\n"
+     "f('mps')\nvalue = torch.rand(2).tolist()\n", SAME_RESULT),
     ("a device type the assertion refuses",
      "def f(device_type):\n    assert device_type in ['cuda', 'mps', 'cpu'], 'Invalid device type'\n    return device_type\n"
      "value = f('neuron')\n", SAME_RESULT),
+    ("capability in an if-expression",
+     "value = torch.cuda.get_device_capability() if torch.cuda.is_available() else 'cpu'\n", SAME_RESULT),
+    ("CUDA memory statistic chosen by device type",
+     "device_type = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+     "get_max_memory = torch.cuda.max_memory_allocated if device_type == 'cuda' else lambda: 0\nvalue = get_max_memory()\n",
+     SAME_RESULT),
     ("guarded seed inside a guard",
      "if torch.cuda.is_available():\n    torch.cuda.manual_seed(0)\nvalue = torch.rand(2).tolist()\n", SAME_RESULT),
     ("seed as a statement",
@@ -252,8 +261,12 @@ def test_the_accelerator_predicate_takes_only_the_selected_accelerator(monkeypat
 
 #: The guard shapes above around CUDA-only code, and the CUDA-only test each must keep: ACC121's
 #: becomes ``accel.device_type() == "cuda"``; ACC113's is kept as it is (``device_type != 'cuda'``).
-_CUDA_ONLY_GUARDS = [(s[0], s[1], ('accel.device_type() == "cuda"', 'accel.device_type() != "cuda"')) for s in SHAPES[:3]] + [
-    (s[0], s[1], ("device_type == 'cuda'", "device_type != 'cuda'")) for s in SHAPES[3:6]
+_ACC121_KEEPS = ('accel.device_type() == "cuda"', 'accel.device_type() != "cuda"')
+_ACC113_KEEPS = ("device_type == 'cuda'", "device_type != 'cuda'")
+_CUDA_ONLY_GUARDS = [(s[0], s[1], _ACC121_KEEPS) for s in SHAPES[:3]] + [(s[0], s[1], _ACC113_KEEPS) for s in SHAPES[3:6]] + [
+    (s[0], s[1], _ACC121_KEEPS if "if-expression" in s[0] else _ACC113_KEEPS)
+    for s in SHAPES
+    if s[0] in ("capability in an if-expression", "CUDA memory statistic chosen by device type")
 ]
 
 

@@ -9,12 +9,14 @@
 A test is a guard, and its rewrite looks at what it guards, as ACC121's does
 (:mod:`..guarded`): where the CUDA side of ``if x.device.type == "cuda":`` (the body; for
 ``!= "cuda"`` the ``else`` branch and the rest of the block after an early
-``return``/``raise``/``continue``/``break``) holds CUDA-only code (a site a rule reports as
+``return``/``raise``/``continue``/``break``; the rest of the block after an ``assert``; the
+chosen value of ``a if x.device.type == "cuda" else b``) holds CUDA-only code (a site a rule reports as
 needing a person: ``torch.cuda.get_device_capability()``, FP8 training), the test is left as
 it is, a CUDA-only test true exactly where it was true before, and reported for a person with
 that code: ``accel.is_accelerator_device`` would let the block run on any accelerator.
-Elsewhere, guarded rewrites on the CUDA side of a rewritten test lose their repeated
-``accel.is_accelerator_available()`` (the test implies it).
+Elsewhere, guarded rewrites on the CUDA side of a test rewritten to
+``accel.is_accelerator_device`` lose their repeated ``accel.is_accelerator_available()`` (the test
+implies it; a list of device types, ``["cuda", "mps", *...]``, does not).
 """
 
 from __future__ import annotations
@@ -174,14 +176,17 @@ def guard_what_it_guards(tree: ast.AST, span: Span, findings: list[Finding]) -> 
     if not by_start:
         return findings
     out = list(findings)
-    for test, _, _, lines in cuda_sides(tree, _guard_test):
+    for test, _, _, side in cuda_sides(tree, _guard_test):
         line, col, _, _ = span(test)
         at = by_start.get((line, col + 1))
         if at is None or out[at].fix is None:
             continue
-        cuda_only = cuda_only_lines(out, lines)
+        cuda_only = cuda_only_lines(out, side)
         if not cuda_only:
-            drop_repeated_guards(out, lines)
+            if PREDICATE in getattr(out[at].fix, "text", ""):
+                # accel.is_accelerator_device(x) implies an accelerator; a list of device types
+                # (["cuda", "mps", *...]) does not: "mps" passes it on the cpu backend
+                drop_repeated_guards(out, side)
             continue
         out[at] = dataclasses.replace(
             out[at],
@@ -240,6 +245,7 @@ RULE = Rule(
         ('if device_type != "cuda":\n    print("no fp8")\nelse:\n    torch.cuda.ipc_collect()', None),
         ('def f(x):\n    if x.device.type != "cuda":\n        return\n    torch.cuda.ipc_collect()', None),
         ('for x in xs:\n    if is_ddp and x.device.type == "cuda":\n        torch.cuda.ipc_collect()', None),
+        ('get_max_memory = torch.cuda.max_memory_allocated if device_type == "cuda" else lambda: 0', None),
         # a list of device types gains the selected accelerator's, only where there is one
         (
             'assert device_type in ["cuda", "mps", "cpu"], "bad"',
@@ -252,6 +258,8 @@ RULE = Rule(
         # ... but not where that would open CUDA-only code, nor beside a CUDA device
         ('def f(device_type):\n    assert device_type in ["cuda", "cpu"]\n    print(torch.cuda.get_device_capability())', None),
         ('ok = device in ("cuda", "cuda:0", "cpu")', None),
+        # a list of device types implies no accelerator ("mps" passes it): the guarded call still asks
+        ('if device_type in ["cuda", "mps"]:\n    torch.cuda.manual_seed(0)', "    if accel.is_accelerator_available():"),
         # a rewritten test implies an accelerator: the guarded call does not ask again
         ('if device_type == "cuda":\n    torch.cuda.manual_seed(0)', "    accel.manual_seed(0)"),
     ),

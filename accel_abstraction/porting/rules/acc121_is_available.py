@@ -58,9 +58,9 @@ def guard_what_it_guards(tree: ast.AST, qualname: Qualname, span: Span, findings
         return findings
     by_start = {(f.line, f.col, f.code): i for i, f in enumerate(findings)}
     out = list(findings)
-    for call_node, whole, positive, lines in cuda_sides(tree, lambda test: _availability(test, qualname)):
-        drop_repeated_guards(out, lines)
-        cuda_only = cuda_only_lines(out, lines)
+    for call_node, whole, positive, side in cuda_sides(tree, lambda test: _availability(test, qualname)):
+        drop_repeated_guards(out, side)
+        cuda_only = cuda_only_lines(out, side)
         if not cuda_only:
             continue
         assert isinstance(call_node, ast.Call)
@@ -91,5 +91,9 @@ RULE = Rule(
         ("if not torch.cuda.is_available():\n    print('cpu')\nelse:\n    torch.cuda.ipc_collect()", 'if accel.device_type() != "cuda":'),
         ("if torch.cuda.is_available():\n    torch.cuda.manual_seed(0)", "    accel.manual_seed(0)"),
         ("assert torch.cuda.is_available()\nprint(torch.cuda.get_device_capability())", 'assert accel.device_type() == "cuda"'),
+        (
+            "cap = torch.cuda.get_device_capability() if torch.cuda.is_available() else None",
+            'cap = torch.cuda.get_device_capability() if accel.device_type() == "cuda" else None',
+        ),
     ),
 )
