@@ -1,6 +1,7 @@
 """Recurrent layers (the emulator's CPU islands) and retain_graph: a backward per output, as
 PyTorch's test_modules does it, gives the CPU's gradients; without retain_graph a second backward
-is refused as on the CPU."""
+is refused as on the CPU; double backward (create_graph=True) gives the CPU's second-order
+gradients."""
 
 from __future__ import annotations
 
@@ -42,3 +43,37 @@ def test_under_saved_tensor_hooks_one_backward_still_gives_the_cpus_gradients(ne
         return x.grad.cpu()
 
     assert torch.equal(run(neuron_emulator), run("cpu"))
+
+
+@pytest.mark.parametrize("cls", [torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN])
+def test_double_backward_through_a_recurrent_layer_gives_the_cpus_second_order_gradients(
+    neuron_emulator, cls
+) -> None:
+    """PyTorch's test_nn test_LSTM_grad_and_gradgrad / test_GRU_grad_and_gradgrad run gradgradcheck
+    through the layer: the island's backward must itself be differentiable (create_graph=True)."""
+
+    def run(device: torch.device | str) -> list[torch.Tensor]:
+        torch.manual_seed(0)
+        rnn = cls(4, 3).to(device).double()
+        x = torch.rand(1, 3, 4, dtype=torch.double).to(device).requires_grad_()
+        out, _ = rnn(x)
+        (gx, gw) = torch.autograd.grad(out.pow(2).sum(), (x, rnn.weight_ih_l0), create_graph=True)
+        assert gx.requires_grad and gw.requires_grad
+        (gx.sum() + gw.pow(2).sum()).backward()
+        return [x.grad.cpu(), rnn.weight_hh_l0.grad.cpu()]
+
+    for g, w in zip(run(neuron_emulator), run("cpu"), strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=1e-12)
+
+
+def test_gradgradcheck_through_an_lstm_passes_as_on_the_cpu(neuron_emulator) -> None:
+    from functools import partial
+
+    def flat(mod: torch.nn.Module, inp: torch.Tensor) -> tuple:
+        out = mod(inp)
+        return tuple(t if isinstance(t, torch.Tensor) else tt for t in out for tt in t)
+
+    torch.manual_seed(0)
+    mod = torch.nn.LSTM(4, 4).to(neuron_emulator).double()
+    inp = torch.rand(1, 3, 4, dtype=torch.double).to(neuron_emulator).requires_grad_()
+    assert torch.autograd.gradgradcheck(partial(flat, mod), inp, check_batched_grad=False)

@@ -8,8 +8,10 @@ for CPU tensors. Their neuron kernels ("islands") run the op on zero-copy CPU
 views of the neuron tensors, with autograd recording the CPU graph, and hand
 back neuron tensors over the same memory; backward runs that CPU graph with
 the incoming gradients. Results, forward and backward, are the CPU's bit for
-bit. An island's backward is not itself recorded (no double backward through
-it). Its CPU graph lives in the node's saved tensors, so it is freed when the
+bit. Under ``create_graph=True`` an island's backward is itself an island
+(:class:`_IslandGrad`): the CPU's first-order gradients, recorded on the CPU,
+whose backward gives the CPU's second-order ones (double backward, as
+gradgradcheck needs; no third order). Its CPU graph lives in the node's saved tensors, so it is freed when the
 engine frees them: after the first backward, or kept by ``retain_graph=True``
 (a second backward, per output as ``test_modules`` does, works as on the CPU).
 Under saved-tensor hooks (``save_on_cpu``, checkpointing) the CPU graph is kept
@@ -149,22 +151,87 @@ class _Island(torch.autograd.Function):
         # raises if an input was modified in place since forward, or the graph was freed
         saved = ctx.saved_tensors
         cpu_in, cpu_out = _graph_ends(ctx, saved)
-        outs, gouts = [], []
+        outs, gouts, given = [], [], []
         for o, g in zip(cpu_out, grads, strict=True):
             if isinstance(o, _Tensor) and o.requires_grad and g is not None:
                 outs.append(o)
                 gouts.append(storage.active().fresh_cpu_view(g) if g.device.type == "neuron" else g)
+                given.append(g)
         inputs = [c for c in cpu_in if c is not None]
         result: list[Any] = [None] * len(cpu_in)
         kept = ctx.in_slots is not None  # the CPU graph is freed with the saved tensors, not here
         if outs and inputs:
-            got = iter(torch.autograd.grad(outs, inputs, gouts, allow_unused=True, retain_graph=kept))
+            if torch.is_grad_enabled():  # create_graph=True: the gradients are recorded, on the CPU
+                sources = [t for t, c in zip(saved[: ctx.n_saved], cpu_in, strict=True) if c is not None]
+                ends = _Ends(outs, inputs, ctx.index)
+                got = iter(ends.unpack(_IslandGrad.apply(ends, len(sources), *sources, *given)))
+            else:
+                got = iter(
+                    _neuron(g, ctx.index)
+                    for g in torch.autograd.grad(outs, inputs, gouts, allow_unused=True, retain_graph=kept)
+                )
             for i, c in enumerate(cpu_in):
                 if c is not None:
-                    result[i] = _neuron(next(got), ctx.index)
+                    result[i] = next(got)
         if not kept:
             ctx.cpu_in = ctx.cpu_out = None
         return (None, *result)
+
+
+class _Ends:
+    """An island's CPU graph for :class:`_IslandGrad`: its outputs, its input leaves, and which
+    first-order gradients came out None (unused inputs: None again, as on the CPU)."""
+
+    def __init__(self, outs: list, inputs: list, index: int) -> None:
+        self.outs, self.inputs, self.index = outs, inputs, index
+        self.unused: list[bool] = []
+
+    def unpack(self, got: tuple) -> list:
+        return [None if u else g for g, u in zip(got, self.unused, strict=True)]
+
+
+def _cpu_leaf(t: _Tensor) -> _Tensor:
+    return _cpu(t, True) if t.device.type == "neuron" else t.detach().requires_grad_(True)
+
+
+class _IslandGrad(torch.autograd.Function):
+    """An island's backward under create_graph=True: the CPU's first-order gradients of the
+    island's inputs, recorded on the CPU (from its inputs and the incoming gradients), whose own
+    backward runs that CPU graph: second-order gradients as the CPU's."""
+
+    @staticmethod
+    def forward(ctx: Any, ends: _Ends, n: int, *tensors: _Tensor) -> Any:  # type: ignore[override]
+        gouts = [_cpu_leaf(g) for g in tensors[n:]]
+        with torch.enable_grad():
+            first = torch.autograd.grad(
+                ends.outs, ends.inputs, gouts, allow_unused=True, retain_graph=True, create_graph=True
+            )
+        ends.unused = [f is None for f in first]
+        ctx.ends, ctx.gouts, ctx.first = ends, gouts, first
+        ctx.on_neuron = [t.device.type == "neuron" for t in tensors]
+        ctx.set_materialize_grads(False)
+        return tuple(
+            torch.zeros_like(t) if f is None else _neuron(f, ends.index)
+            for f, t in zip(first, tensors[:n], strict=True)
+        )
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:  # type: ignore[override]
+        ends = ctx.ends
+        outs, gouts = [], []
+        for f, g in zip(ctx.first, grads, strict=True):
+            if f is not None and f.requires_grad and g is not None:
+                outs.append(f)
+                gouts.append(storage.active().fresh_cpu_view(g) if g.device.type == "neuron" else g)
+        wrt = [*ends.inputs, *ctx.gouts]
+        if not outs:
+            return (None, None, *([None] * len(wrt)))
+        got = torch.autograd.grad(outs, wrt, gouts, allow_unused=True, retain_graph=True)
+        back = (
+            None if g is None else _neuron(g, ends.index) if n else g
+            for g, n in zip(got, ctx.on_neuron, strict=True)
+        )
+        return (None, None, *back)
 
 
 def _graph_ends(ctx: Any, saved: tuple) -> tuple[list, list]:
