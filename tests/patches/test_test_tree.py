@@ -27,6 +27,21 @@ STOCK = textwrap.dedent(
 )
 
 
+#: The lines of test/test_nn.py that 0019 changes (TestNNDeviceType.test_transformerencoderlayer).
+STOCK_NN = """\
+class TestNNDeviceType(NNTestCase):
+    def test_transformerencoderlayer(self, device, dtype):
+        def _test(batch_first, training, atol, rtol):
+            mask = torch.tensor([[1]], device=device) == 1
+            result = model(encoder_input, src_key_padding_mask=mask)
+            fast_path_device = result.is_cuda or result.is_cpu
+            result = result.cpu().detach().numpy()
+            # Non Fast Paths
+            if training or not batch_first or TEST_WITH_CROSSREF or not fast_path_device:
+"""
+CONV, NN = "test/nn/test_convolution.py", "test/test_nn.py"
+
+
 @pytest.fixture
 def series():
     return load_series("2.13.0")
@@ -42,18 +57,20 @@ def _tree(tmp_path: Path, text: str = STOCK) -> Path:
 def test_patches_to_test_files_are_their_own_kind(series) -> None:
     kinds = {p.name[:4]: p.kind for p in series.all_patches}
     assert kinds["0017"] == "tests" and kinds["0016"] == "wheel"
-    assert [p.name[:4] for p in series.test_patches] == ["0017"]
+    assert [p.name[:4] for p in series.test_patches] == ["0017", "0019"]
     assert "test/nn/test_convolution.py" not in series.files  # never overlaid onto torch
+    assert "test/test_nn.py" not in series.files
 
 
 def test_applying_to_a_tree_changes_the_expectation_once(series, tmp_path: Path) -> None:
     tree = _tree(tmp_path)
-    [result] = apply_to_tree(series, tree)
+    [result, other] = apply_to_tree(series, tree, [CONV])
     assert (result.patch[:4], result.state) == ("0017", "applied")
+    assert (other.patch[:4], other.state) == ("0019", "not needed")
     text = (tree / "test/nn/test_convolution.py").read_text()
     assert "backend_expected = torch._C._ConvBackend.Overrideable" in text
     assert text.index("_select_conv_backend(*inputs)") < text.index("Overrideable") < text.index("assertEqual")
-    [again] = apply_to_tree(series, tree)
+    [again, _] = apply_to_tree(series, tree, [CONV])
     assert again.state == "was applied"
     assert (tree / "test/nn/test_convolution.py").read_text() == text
 
@@ -62,7 +79,7 @@ def test_a_tree_of_another_release_is_refused_naming_the_patch(series, tmp_path:
     tree = _tree(tmp_path, STOCK.replace("backend_actual, backend_expected", "backend_expected, backend_actual"))
     before = (tree / "test/nn/test_convolution.py").read_text()
     with pytest.raises(PatchError, match=r"0017-.*hunk 1 .* does not apply to test/nn/test_convolution.py"):
-        apply_to_tree(series, tree)
+        apply_to_tree(series, tree, [CONV])
     assert (tree / "test/nn/test_convolution.py").read_text() == before
 
 
@@ -74,11 +91,25 @@ def test_a_tree_without_the_file_says_how_to_build_one(series, tmp_path: Path) -
 
 def test_only_the_patches_of_the_files_asked_for_are_applied(series, tmp_path: Path) -> None:
     (tmp_path / "partial" / "test" / "nn").mkdir(parents=True)
-    [result] = apply_to_tree(series, tmp_path / "partial", ["test/nn/test_dropout.py"])
-    assert (result.patch[:4], result.state) == ("0017", "not needed")
+    results = apply_to_tree(series, tmp_path / "partial", ["test/nn/test_dropout.py"])
+    assert [(r.patch[:4], r.state) for r in results] == [("0017", "not needed"), ("0019", "not needed")]
 
 
 @pytest.mark.parametrize("release", ["2.13.0", "2.14.1", "2.15.0"])
 def test_every_release_series_carries_the_test_expectation_patches(release: str) -> None:
     kinds = {p.name[:4]: p.kind for p in load_series(release).all_patches}
     assert (kinds.get("0016"), kinds.get("0017")) == ("wheel", "tests")
+
+
+def test_0019_counts_the_privateuse1_backend_as_a_fast_path_device_once(series, tmp_path: Path) -> None:
+    path = tmp_path / "pytorch" / NN
+    path.parent.mkdir(parents=True)
+    path.write_text(STOCK_NN)
+    tree = tmp_path / "pytorch"
+    results = apply_to_tree(series, tree, [NN])
+    assert [(r.patch[:4], r.state) for r in results] == [("0017", "not needed"), ("0019", "applied")]
+    text = path.read_text()
+    assert "fast_path_device = fast_path_device or result.device.type == torch._C._get_privateuse1_backend_name()" in text
+    assert text.index("result.is_cuda or result.is_cpu") < text.index("privateuse1") < text.index("Non Fast Paths")
+    assert [r.state for r in apply_to_tree(series, tree, [NN])] == ["not needed", "was applied"]
+    assert path.read_text() == text

@@ -90,6 +90,24 @@ def test_0017s_claim_a_neuron_convolution_selects_overrideable_and_an_empty_one_
     assert selected(2, torch.device("cpu")) not in (backend.Overrideable, backend.Empty)
 
 
+def test_0019s_claim_a_fully_masked_row_takes_the_fast_path_on_neuron_as_on_the_cpu(neuron_emulator) -> None:
+    # nn.TransformerEncoderLayer's fused path (eval, batch_first, no grad) gives NaN for a row whose
+    # keys are all masked; the slow path gives a finite row. test_transformerencoderlayer expects NaN
+    # only on cpu/cuda: on neuron, which takes the fast path too, 0019 makes it expect NaN as well.
+    def masked_row(device: torch.device, fast: bool) -> torch.Tensor:
+        torch.manual_seed(0)
+        layer = torch.nn.TransformerEncoderLayer(4, 2, 16, 0.0, batch_first=True).to(device)
+        layer.train(not fast)
+        x = torch.tensor([[[20.0, 30.0, 40.0, 50.0]]], device=device)
+        mask = torch.tensor([[True]], device=device)
+        with torch.no_grad():
+            return layer(x, src_key_padding_mask=mask).cpu()
+
+    for device in (torch.device("cpu"), neuron_emulator):
+        assert torch.isnan(masked_row(device, fast=True)).all(), device
+        assert not torch.isnan(masked_row(device, fast=False)).any(), device
+
+
 def test_a_class_not_instantiated_per_device_keeps_pytorchs_own_test_names() -> None:
     # TestPoolingNN is a plain TestCase that runs on both legs; "_cpu" ends its own method name
     cpu = {"nn.test_pooling.TestPoolingNN::test_max_unpool2d_nhwc_cpu": ("passed", "")}
