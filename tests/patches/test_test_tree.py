@@ -39,6 +39,21 @@ class TestNNDeviceType(NNTestCase):
             # Non Fast Paths
             if training or not batch_first or TEST_WITH_CROSSREF or not fast_path_device:
 """
+#: The lines of test/test_nn.py that 0020 changes (test_upsamplingBiMode2d_nonsupported_dtypes), after
+#: STOCK_NN's in the same class: a tree holds both, and a patch whose lines are missing is refused.
+STOCK_NN_UINT8 = """\
+    def test_upsamplingBiMode2d_nonsupported_dtypes(self, device, antialias, num_channels, mode, dtype):
+        x = torch.ones(1, num_channels, 32, 32, dtype=dtype, device=device)
+        elif mode in ("bilinear", "bicubic"):
+            if dtype in floating_types() or (device == "cpu" and dtype == torch.uint8):
+                should_raise_runtime_error = False
+
+        if should_raise_runtime_error:
+            with self.assertRaisesRegex(RuntimeError, "not implemented for"):
+                F.interpolate(x, (12, 12), mode=mode, antialias=antialias)
+        else:
+            _ = F.interpolate(x, (12, 12), mode=mode, antialias=antialias)
+"""
 CONV, NN = "test/nn/test_convolution.py", "test/test_nn.py"
 
 
@@ -57,20 +72,20 @@ def _tree(tmp_path: Path, text: str = STOCK) -> Path:
 def test_patches_to_test_files_are_their_own_kind(series) -> None:
     kinds = {p.name[:4]: p.kind for p in series.all_patches}
     assert kinds["0017"] == "tests" and kinds["0016"] == "wheel"
-    assert [p.name[:4] for p in series.test_patches] == ["0017", "0019"]
+    assert [p.name[:4] for p in series.test_patches] == ["0017", "0019", "0020"]
     assert "test/nn/test_convolution.py" not in series.files  # never overlaid onto torch
     assert "test/test_nn.py" not in series.files
 
 
 def test_applying_to_a_tree_changes_the_expectation_once(series, tmp_path: Path) -> None:
     tree = _tree(tmp_path)
-    [result, other] = apply_to_tree(series, tree, [CONV])
+    [result, *others] = apply_to_tree(series, tree, [CONV])
     assert (result.patch[:4], result.state) == ("0017", "applied")
-    assert (other.patch[:4], other.state) == ("0019", "not needed")
+    assert [(r.patch[:4], r.state) for r in others] == [("0019", "not needed"), ("0020", "not needed")]
     text = (tree / "test/nn/test_convolution.py").read_text()
     assert "backend_expected = torch._C._ConvBackend.Overrideable" in text
     assert text.index("_select_conv_backend(*inputs)") < text.index("Overrideable") < text.index("assertEqual")
-    [again, _] = apply_to_tree(series, tree, [CONV])
+    [again, *_] = apply_to_tree(series, tree, [CONV])
     assert again.state == "was applied"
     assert (tree / "test/nn/test_convolution.py").read_text() == text
 
@@ -92,7 +107,7 @@ def test_a_tree_without_the_file_says_how_to_build_one(series, tmp_path: Path) -
 def test_only_the_patches_of_the_files_asked_for_are_applied(series, tmp_path: Path) -> None:
     (tmp_path / "partial" / "test" / "nn").mkdir(parents=True)
     results = apply_to_tree(series, tmp_path / "partial", ["test/nn/test_dropout.py"])
-    assert [(r.patch[:4], r.state) for r in results] == [("0017", "not needed"), ("0019", "not needed")]
+    assert [(r.patch[:4], r.state) for r in results] == [("0017", "not needed"), ("0019", "not needed"), ("0020", "not needed")]
 
 
 @pytest.mark.parametrize("release", ["2.13.0", "2.14.1", "2.15.0"])
@@ -104,12 +119,29 @@ def test_every_release_series_carries_the_test_expectation_patches(release: str)
 def test_0019_counts_the_privateuse1_backend_as_a_fast_path_device_once(series, tmp_path: Path) -> None:
     path = tmp_path / "pytorch" / NN
     path.parent.mkdir(parents=True)
-    path.write_text(STOCK_NN)
+    path.write_text(STOCK_NN + STOCK_NN_UINT8)
     tree = tmp_path / "pytorch"
     results = apply_to_tree(series, tree, [NN])
-    assert [(r.patch[:4], r.state) for r in results] == [("0017", "not needed"), ("0019", "applied")]
+    assert [(r.patch[:4], r.state) for r in results] == [("0017", "not needed"), ("0019", "applied"), ("0020", "applied")]
     text = path.read_text()
     assert "fast_path_device = fast_path_device or result.device.type == torch._C._get_privateuse1_backend_name()" in text
     assert text.index("result.is_cuda or result.is_cpu") < text.index("privateuse1") < text.index("Non Fast Paths")
-    assert [r.state for r in apply_to_tree(series, tree, [NN])] == ["not needed", "was applied"]
+    assert [r.state for r in apply_to_tree(series, tree, [NN])] == ["not needed", "was applied", "was applied"]
+    assert path.read_text() == text
+
+
+def test_0020_lets_a_privateuse1_backend_refuse_uint8_or_match_the_cpu_and_judges_others_as_before(
+    series, tmp_path: Path
+) -> None:
+    path = tmp_path / "pytorch" / NN
+    path.parent.mkdir(parents=True)
+    path.write_text(STOCK_NN + STOCK_NN_UINT8)
+    tree = tmp_path / "pytorch"
+    assert [(r.patch[:4], r.state) for r in apply_to_tree(series, tree, [NN])][2] == ("0020", "applied")
+    text = path.read_text()
+    branch = 'if privateuse1 and mode in ("bilinear", "bicubic") and dtype == torch.uint8:'
+    assert branch in text and "self.assertEqual(out.cpu(), expected, atol=0, rtol=0)" in text
+    # every other device, mode and dtype keeps its expectation: the old test is the elif/else after it
+    assert text.index(branch) < text.index("elif should_raise_runtime_error:") < text.index("assertRaisesRegex")
+    assert [r.state for r in apply_to_tree(series, tree, [NN])] == ["not needed", "was applied", "was applied"]
     assert path.read_text() == text

@@ -108,6 +108,20 @@ def test_0019s_claim_a_fully_masked_row_takes_the_fast_path_on_neuron_as_on_the_
         assert not torch.isnan(masked_row(device, fast=False)).any(), device
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("antialias", [False, True])
+def test_0020s_claim_uint8_bilinear_and_bicubic_give_the_cpus_result_on_neuron(neuron_emulator, mode, antialias) -> None:
+    # test_upsamplingBiMode2d_nonsupported_dtypes expects uint8 bilinear/bicubic to be refused on every
+    # device but the CPU; 0020 lets a PrivateUse1 backend refuse them or compute them exactly as the CPU
+    # does. The emulator does the latter (TorchNeuron documents nothing of uint8 interpolation).
+    torch.manual_seed(0)
+    x = torch.randint(0, 256, (1, 3, 32, 32), dtype=torch.uint8)
+    expected = torch.nn.functional.interpolate(x, (12, 12), mode=mode, antialias=antialias)
+    out = torch.nn.functional.interpolate(x.to(neuron_emulator), (12, 12), mode=mode, antialias=antialias)
+    assert out.device.type == neuron_emulator.type and out.dtype == torch.uint8
+    assert torch.equal(out.cpu(), expected)
+
+
 def test_a_class_not_instantiated_per_device_keeps_pytorchs_own_test_names() -> None:
     # TestPoolingNN is a plain TestCase that runs on both legs; "_cpu" ends its own method name
     cpu = {"nn.test_pooling.TestPoolingNN::test_max_unpool2d_nhwc_cpu": ("passed", "")}
