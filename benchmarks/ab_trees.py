@@ -40,8 +40,8 @@ def _python(tree: Path) -> str:
     return str(exe)
 
 
-def _bench(tree: Path, out: Path, extra: list[str]) -> dict[str, float]:
-    cmd = [_python(tree), BENCH, "--hot-path", "native", "--json", str(out), *extra]
+def _bench(tree: Path, script: Path, out: Path, extra: list[str]) -> dict[str, float]:
+    cmd = [_python(tree), str(script), "--hot-path", "native", "--json", str(out), *extra]
     subprocess.run(cmd, cwd=tree, env={**os.environ, **ENV}, check=True, stdout=subprocess.DEVNULL)
     results = json.loads(out.read_text())["benchmarks"]["neuron_emulator"]["results"]
     return {name: r["ratio"] for name, r in results.items()}
@@ -62,17 +62,23 @@ def main() -> None:
     )
     parser.add_argument("--first-use", type=int, default=10, help="first-use timings per tree (default 10)")
     parser.add_argument("--pairs", type=int, default=400, help="main-job step pairs per benchmark run")
+    parser.add_argument(
+        "--step-pairs", type=int, default=200,
+        help="the other step cases' interleaved pairs per benchmark run (0: time them in rounds, as before)",
+    )  # fmt: skip
     args = parser.parse_args()
     trees = {"a": args.a.resolve(), "b": args.b.resolve()}
+    # B's benchmark script measures both trees (each tree's own emulator, from its own venv), so a
+    # change to the measuring code cannot pass for a change in speed
+    script = trees["b"] / BENCH
     for tree in trees.values():  # build each tree's C++ core before anything is timed
         _first_use(tree)
     ratios: dict[str, dict[str, list[float]]] = {"a": {}, "b": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.rounds):
             for key, tree in trees.items():
-                for name, ratio in _bench(
-                    tree, Path(tmp) / f"{key}{i}.json", ["--pairs", str(args.pairs)]
-                ).items():
+                extra = ["--pairs", str(args.pairs), "--step-pairs", str(args.step_pairs)]
+                for name, ratio in _bench(tree, script, Path(tmp) / f"{key}{i}.json", extra).items():
                     ratios[key].setdefault(name, []).append(ratio)
     first: dict[str, list[float]] = {"a": [], "b": []}
     for _ in range(args.first_use):

@@ -9,7 +9,8 @@ core, ``ACCEL_NEURON_EMULATOR_HOT_PATH=native``) and with the pure-Python one
 (``ACCEL_NEURON_EMULATOR_HOT_PATH=python``), printed side by side.
 Targets (issue 26): <= 3 us overhead per small op; MLP 3x512 batch 8 step <= 1.15x; transformer
 block <= 1.05x; the main job's step (examples/train.py) <= 1.05x, timed in interleaved step pairs
-(``--pairs``, one step of each side per pair; median and range over blocks of ``--block`` pairs). Run:
+(``--pairs``, one step of each side per pair; median and range over blocks of ``--block`` pairs;
+``--step-pairs N`` times the other step cases that way too). Run:
 ``python benchmarks/bench_neuron_emulator.py [--ops-only] [--hot-path native|python] [--pairs N] [--json FILE]``.
 """
 
@@ -140,12 +141,15 @@ def _measure(args: argparse.Namespace) -> list[harness.Result]:
         raise SystemExit(f"asked for the {wanted} per-op path, the emulator runs the {native.hot_path()} one")
     cpu_ops, neuron_ops = _op_cases("cpu"), _op_cases("neuron")
     cases = [harness.Case(f"op: {name}", neuron_ops[name], cpu_ops[name], "the same op on the CPU") for name in cpu_ops]
-    if not args.ops_only:
-        cases += [
-            harness.Case(f"step: {name}", make("neuron", batch), make("cpu", batch), "the same step on the CPU")
-            for name, make, batch in WORKLOADS
-        ]
-    results = harness.compare_calls(cases, args.rounds, args.budget, args.seed)
+    steps = [] if args.ops_only else [
+        harness.Case(f"step: {name}", make("neuron", batch), make("cpu", batch), "the same step on the CPU")
+        for name, make, batch in WORKLOADS
+    ]  # fmt: skip
+    if args.step_pairs > 0:  # every step case in interleaved pairs, as the main job's
+        paired = [harness.compare_pairs(case, args.step_pairs, args.block, args.seed) for case in steps]
+        results = harness.compare_calls(cases, args.rounds, args.budget, args.seed) + paired
+    else:
+        results = harness.compare_calls(cases + steps, args.rounds, args.budget, args.seed)
     if not args.ops_only and args.pairs > 0:
         name, make, batch = MAIN_JOB
         case = harness.Case(f"step pairs: {name}", make("neuron", batch), make("cpu", batch), "the same step on the CPU")
@@ -167,6 +171,11 @@ def main() -> None:
     parser.add_argument(
         "--pairs", type=int, default=400, help="interleaved step pairs of the main job (0: skip it; default %(default)s)"
     )
+    parser.add_argument(
+        "--step-pairs", type=int, default=0,
+        help="time the other step cases in this many interleaved pairs as well, instead of in rounds "
+        "(steady ratios on a loaded machine; benchmarks/ab_trees.py passes it; default: rounds)",
+    )  # fmt: skip
     parser.add_argument(
         "--block", type=int, default=40, help="pairs per block: the main job's range is over block medians (default %(default)s)"
     )
@@ -193,7 +202,7 @@ def main() -> None:
             out = Path(tmp) / f"{path}.json"
             cmd = [sys.executable, __file__, "--hot-path", path, "--json", str(out), "--rounds", str(args.rounds)]
             cmd += ["--budget", str(args.budget), "--threads", str(args.threads), "--seed", str(args.seed)]
-            cmd += ["--pairs", str(args.pairs), "--block", str(args.block)]
+            cmd += ["--pairs", str(args.pairs), "--step-pairs", str(args.step_pairs), "--block", str(args.block)]
             cmd += ["--ops-only"] if args.ops_only else []
             subprocess.run(cmd, check=True, env={**os.environ, HOT_PATH_ENV: path})
             by_path[path] = json.loads(out.read_text())["benchmarks"]["neuron_emulator"]["results"]
