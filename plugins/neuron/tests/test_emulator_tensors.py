@@ -133,6 +133,33 @@ def test_resize_leaves_other_tensors_on_the_storage_alone(new_size):
     assert torch.equal(x.cpu(), torch.arange(8.0))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64, torch.int32, torch.uint8, torch.bool])
+@pytest.mark.parametrize(
+    ("size", "stride", "new_size"), [((10,), (1,), (20,)), ((2, 3, 4), (1, 4, 12), (3, 4, 5))]
+)
+def test_resize_fills_new_memory_as_the_cpu_does_under_deterministic_fill(dtype, size, stride, new_size):
+    # With deterministic algorithms and torch.utils.deterministic.fill_uninitialized_memory on, the
+    # CPU's resize_ fills the bytes a storage grows by with NaN (integers: their maximum; bool: True).
+    # The emulator grew the storage itself and left them uninitialized (PyTorch's test_torch
+    # test_deterministic_resize failed on neuron for every dtype).
+    from torch.testing._internal.common_utils import DeterministicGuard
+
+    grown, old = {}, {}
+    for device in ("cpu", "neuron"):
+        a = torch.empty_strided(size, stride, dtype=dtype, device=device).fill_(0)
+        old[device] = a.untyped_storage().nbytes() // a.element_size()
+        with DeterministicGuard(True, fill_uninitialized_memory=True):
+            a.resize_(new_size)
+        grown[device] = torch.empty(0, dtype=dtype, device=device).set_(a.untyped_storage()).cpu()
+    assert old["neuron"] == old["cpu"] and grown["neuron"].numel() == grown["cpu"].numel() > old["cpu"]
+    new_part = grown["neuron"][old["cpu"] :]
+    torch.testing.assert_close(new_part, grown["cpu"][old["cpu"] :], rtol=0, atol=0, equal_nan=True)
+    if dtype.is_floating_point or dtype.is_complex:
+        assert new_part.isnan().all()
+    else:
+        assert new_part.eq(True if dtype == torch.bool else torch.iinfo(dtype).max).all()
+
+
 def test_is_same_size_takes_tensors_on_two_devices():
     # PyTorch declares is_same_size device_check: NoCheck (a CUDA and a CPU tensor compare); the
     # emulator once raised its device mismatch, which broke forward-mode AD's copy_ of a neuron dual

@@ -53,6 +53,9 @@ def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.T
     The CPU view is a fresh one: ``resize_`` changes its geometry (even when it then fails for
     want of room, the sizes are set first), and the Python path's cached view of this geometry
     is lent to every later op on a tensor shaped as ``self`` was, on the same storage.
+    To grow, the CPU kernel resizes a CPU copy of the old bytes, so that what it does to the
+    new bytes is the CPU's too: under ``torch.utils.deterministic.fill_uninitialized_memory``
+    with deterministic algorithms on, it fills them with NaN (integers: their maximum).
     """
     c = storage.active().fresh_cpu_view(self)
     try:
@@ -60,12 +63,10 @@ def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.T
     except RuntimeError as e:
         if "not resizable" not in str(e):
             raise
-        need = torch.empty(size, dtype=self.dtype, device="meta").untyped_storage().nbytes()
-        need += self.storage_offset() * self.element_size()
         old = storage.active().cpu_view(self).untyped_storage()
-        fresh = torch.UntypedStorage(max(need, old.nbytes()))
-        fresh[: old.nbytes()].copy_(old)
-        c = torch.empty(0, dtype=self.dtype).set_(fresh, self.storage_offset(), self.shape, self.stride())
+        grown = torch.UntypedStorage(old.nbytes())
+        grown.copy_(old)
+        c = torch.empty(0, dtype=self.dtype).set_(grown, self.storage_offset(), self.shape, self.stride())
         c.resize_(size, memory_format=memory_format)
     st = storage.active().neuron_storage_for(c.untyped_storage(), self.get_device())
     storage.set_geometry(self, st, c.storage_offset(), c.shape, c.stride())
