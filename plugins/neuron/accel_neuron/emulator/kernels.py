@@ -73,6 +73,27 @@ def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.T
     return self
 
 
+def lazy_clone(self: torch.Tensor) -> torch.Tensor:
+    """``Tensor._lazy_clone`` on the neuron device: an eager copy of the whole storage, same geometry.
+
+    On the CPU it is a copy-on-write clone: a new storage over the same memory, both storages
+    copying it on their first write (c10's COW). Run on a CPU view, that new storage's memory is
+    the neuron storage's own, so the result was mapped back onto the original neuron storage: on the
+    compiled path a write to the clone changed the original. c10's COW needs a data pointer whose
+    context is the data itself, which the emulator's (bookkeeping in the context) is not; the clone
+    copies the memory now instead of at the first write. The values, geometry and lazy
+    conjugate/negative bits are the CPU's; ``torch._C._is_cow_tensor`` is False on neuron.
+    """
+    view = storage.active().fresh_cpu_view(self)
+    memory = view.untyped_storage().clone()  # the whole storage, as the CPU's clone keeps it
+    copy = torch.empty(0, dtype=self.dtype).set_(memory, self.storage_offset(), self.shape, self.stride())
+    if self.is_conj():
+        torch._C._set_conj(copy, True)
+    if self.is_neg():
+        torch._C._set_neg(copy, True)
+    return storage.active().to_neuron(copy, self.get_device())
+
+
 #: The device-agnostic views (routing.py): their CPU kernel runs on the neuron tensor itself.
 DEVICE_AGNOSTIC_VIEWS = routing.DEVICE_AGNOSTIC_VIEWS
 
@@ -96,6 +117,7 @@ def special_kernels() -> dict[str, Any]:
         "set_.source_Storage": set_source_storage,
         "set_.source_Storage_storage_offset": set_source_storage_offset,
         "resize_": resize_,
+        "_lazy_clone": lazy_clone,
     }
     for name in DEVICE_AGNOSTIC_VIEWS:
         base, _, overload = name.partition(".")
