@@ -6,6 +6,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch.testing import make_tensor
 
 pytestmark = pytest.mark.usefixtures("neuron_emulator")
 
@@ -179,6 +180,37 @@ def test_a_lazy_clone_is_a_copy_the_original_does_not_share():
     x = torch.ones(3, device="neuron", requires_grad=True)
     x._lazy_clone().mul(2).sum().backward()
     assert x.grad.cpu().tolist() == [2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int16, torch.complex64])
+def test_a_storage_slice_shares_the_bytes_it_names(dtype):
+    # UntypedStorage[a:b] is a new storage over those bytes (PyTorch's C++ slice). On neuron that
+    # storage was not the emulator's, so reading it failed with "found a neuron storage with no CPU
+    # memory behind it" (PyTorch's test_torch test_storage, through bytes_to_scalar, every dtype).
+    v = make_tensor((3, 5), dtype=dtype, device="neuron", low=-9, high=9)
+    c = v.cpu()
+    s, cs = v.untyped_storage(), c.untyped_storage()
+    size = v.element_size()
+    for start, stop in (
+        (0, size),
+        (size * 4, size * 7),
+        (size * 14, None),
+        (size * 20, size * 30),
+        (-size, None),
+    ):
+        sl = s[start:stop]
+        assert sl.device == v.device and sl.nbytes() == cs[start:stop].nbytes()
+        assert sl.tolist() == cs[start:stop].tolist()
+    sl = s[size * 2 : size * 3]
+    sl.copy_(torch.full((1,), 7, dtype=dtype).untyped_storage())  # writes reach the sliced tensor
+    assert v.flatten()[2].item() == 7 and (v.flatten()[:2].cpu() == c.flatten()[:2]).all()
+    allocated = torch.neuron.memory_allocated()
+    kept = s[size : size * 2]  # not an allocation: it keeps the sliced storage (and its count) alive
+    assert torch.neuron.memory_allocated() == allocated
+    del v, s, sl
+    assert kept.tolist() == cs[size : size * 2].tolist()
+    with pytest.raises(RuntimeError, match="step"):
+        kept[::2]
 
 
 def test_is_same_size_takes_tensors_on_two_devices():

@@ -281,6 +281,25 @@ def _adopt(st: torch.UntypedStorage) -> torch.UntypedStorage:
     )
 
 
+def storage_slice(st: torch.UntypedStorage, start: int, nbytes: int) -> torch.UntypedStorage:
+    """``st[start:start + nbytes]`` of a neuron storage: a new one over those bytes, not counted.
+
+    Like the allocation it slices, the slice's memory is held by its CPU alias (which keeps the
+    owner of the memory alive); the slice also keeps `st` alive, as PyTorch's storage slice does.
+    """
+    parent_cpu = st._emu_cpu if hasattr(st, "_emu_cpu") else _adopt(st)
+    ptr = st.data_ptr() + start
+    index = st.device.index or 0
+    sliced = _construct_storage(ptr, _NEURON[index], nbytes)
+    alias = _construct_storage(ptr, _CPU, nbytes)
+    alias._emu_owner = getattr(parent_cpu, "_emu_owner", parent_cpu)
+    sliced._emu_cpu = alias
+    sliced._emu_views = {}
+    sliced._emu_index = index
+    sliced._emu_parent = st
+    return sliced
+
+
 #: The Python storage path, for :func:`.storage.select`.
 PATH = StoragePath(
     name="python",
@@ -289,4 +308,5 @@ PATH = StoragePath(
     fresh_cpu_view=fresh_cpu_view,
     neuron_storage_for=neuron_storage_for,
     resize_storage=resize_storage,
+    storage_slice=storage_slice,
 )
