@@ -81,16 +81,13 @@ def lazy_clone(self: torch.Tensor) -> torch.Tensor:
     the neuron storage's own, so the result was mapped back onto the original neuron storage: on the
     compiled path a write to the clone changed the original. c10's COW needs a data pointer whose
     context is the data itself, which the emulator's (bookkeeping in the context) is not; the clone
-    copies the memory now instead of at the first write. The values, geometry and lazy
-    conjugate/negative bits are the CPU's; ``torch._C._is_cow_tensor`` is False on neuron.
+    copies the memory now instead of at the first write. The values and geometry are the CPU's
+    (lazy conjugate/negative bits never reach here: PyTorch resolves them before this kernel);
+    ``torch._C._is_cow_tensor`` is False on neuron.
     """
     view = storage.active().fresh_cpu_view(self)
     memory = view.untyped_storage().clone()  # the whole storage, as the CPU's clone keeps it
     copy = torch.empty(0, dtype=self.dtype).set_(memory, self.storage_offset(), self.shape, self.stride())
-    if self.is_conj():
-        torch._C._set_conj(copy, True)
-    if self.is_neg():
-        torch._C._set_neg(copy, True)
     return storage.active().to_neuron(copy, self.get_device())
 
 

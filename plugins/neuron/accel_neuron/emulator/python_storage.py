@@ -70,9 +70,11 @@ def _track(st: torch.UntypedStorage, ptr: int, nbytes: int, index: int, count: b
 
 
 def _new_storage_over(
-    cpu_storage: torch.UntypedStorage, ptr: int, nbytes: int, index: int = 0
+    cpu_storage: torch.UntypedStorage, ptr: int, nbytes: int, index: int = 0, allocation: bool = True
 ) -> torch.UntypedStorage:
-    memory.check(nbytes, index)  # torch.OutOfMemoryError past the device's memory, before anything is kept
+    """A neuron storage over the `nbytes` at `ptr` of `cpu_storage`'s memory; counted when an `allocation`."""
+    if allocation:  # torch.OutOfMemoryError past the device's memory, before anything is kept
+        memory.check(nbytes, index)
     st = _construct_storage(ptr, _NEURON[index], nbytes)
     # A non-resizable CPU alias of the same memory, handed to CPU kernels; it keeps the owner alive.
     alias = _construct_storage(ptr, _CPU, nbytes)
@@ -80,7 +82,7 @@ def _new_storage_over(
     st._emu_cpu = alias
     st._emu_views = {}
     st._emu_index = index
-    if nbytes:
+    if nbytes and allocation:
         _track(st, ptr, nbytes, index)
         if not device_module.is_initialized():
             device_module.set_initialized(True)  # first use of the device, as CUDA's lazy init
@@ -288,14 +290,9 @@ def storage_slice(st: torch.UntypedStorage, start: int, nbytes: int) -> torch.Un
     owner of the memory alive); the slice also keeps `st` alive, as PyTorch's storage slice does.
     """
     parent_cpu = st._emu_cpu if hasattr(st, "_emu_cpu") else _adopt(st)
-    ptr = st.data_ptr() + start
-    index = st.device.index or 0
-    sliced = _construct_storage(ptr, _NEURON[index], nbytes)
-    alias = _construct_storage(ptr, _CPU, nbytes)
-    alias._emu_owner = getattr(parent_cpu, "_emu_owner", parent_cpu)
-    sliced._emu_cpu = alias
-    sliced._emu_views = {}
-    sliced._emu_index = index
+    sliced = _new_storage_over(
+        parent_cpu, st.data_ptr() + start, nbytes, st.device.index or 0, allocation=False
+    )
     sliced._emu_parent = st
     return sliced
 
