@@ -145,17 +145,22 @@ def test_every_release_series_carries_the_test_expectation_patches(release: str)
     assert (kinds.get("0016"), kinds.get("0017")) == ("wheel", "tests")
 
 
-def test_0019_counts_the_privateuse1_backend_as_a_fast_path_device_once(series, tmp_path: Path) -> None:
-    path = tmp_path / "pytorch" / NN
+def _stand_in_tree(tmp_path: Path, file: str, text: str) -> Path:
+    """A test tree holding only `file`, written as `text` (the lines a patch changes)."""
+    path = tmp_path / "pytorch" / file
     path.parent.mkdir(parents=True)
-    path.write_text(STOCK_NN)
-    tree = tmp_path / "pytorch"
-    results = apply_to_tree(series, tree, [NN])
-    assert [(r.patch[:4], r.state) for r in results] == [
-        ("0017", "not needed"),
-        ("0019", "applied"),
-        ("0020", "not needed"),
-    ]
+    path.write_text(text)
+    return tmp_path / "pytorch"
+
+
+def _states(series, tree: Path, file: str) -> list[tuple[str, str]]:
+    return [(r.patch[:4], r.state) for r in apply_to_tree(series, tree, [file])]
+
+
+def test_0019_counts_the_privateuse1_backend_as_a_fast_path_device_once(series, tmp_path: Path) -> None:
+    tree = _stand_in_tree(tmp_path, NN, STOCK_NN)
+    path = tree / NN
+    assert _states(series, tree, NN) == [("0017", "not needed"), ("0019", "applied"), ("0020", "not needed")]
     text = path.read_text()
     assert (
         "fast_path_device = fast_path_device or result.device.type == torch._C._get_privateuse1_backend_name()"
@@ -166,17 +171,14 @@ def test_0019_counts_the_privateuse1_backend_as_a_fast_path_device_once(series, 
         < text.index("privateuse1")
         < text.index("Non Fast Paths")
     )
-    assert [r.state for r in apply_to_tree(series, tree, [NN])] == ["not needed", "was applied", "not needed"]
+    assert [state for _, state in _states(series, tree, NN)] == ["not needed", "was applied", "not needed"]
     assert path.read_text() == text
 
 
 def test_0020_expects_what_pytorch_gives_on_the_privateuse1_backend_once(series, tmp_path: Path) -> None:
-    path = tmp_path / "pytorch" / TORCH
-    path.parent.mkdir(parents=True)
-    path.write_text(STOCK_TORCH)
-    tree = tmp_path / "pytorch"
-    results = apply_to_tree(series, tree, [TORCH])
-    assert [(r.patch[:4], r.state) for r in results] == [
+    tree = _stand_in_tree(tmp_path, TORCH, STOCK_TORCH)
+    path = tree / TORCH
+    assert _states(series, tree, TORCH) == [
         ("0017", "not needed"),
         ("0019", "not needed"),
         ("0020", "applied"),
@@ -198,9 +200,5 @@ def test_0020_expects_what_pytorch_gives_on_the_privateuse1_backend_once(series,
     warning = text.index("def test_grad_scaler_deprecated_warning")
     assert warning < text.index('amp_module = "cuda" if "cuda" == device.type else "cpu"')
     assert 'rf"`torch.{amp_module}.amp.GradScaler' in text and "torch.{device.type}.amp" not in text
-    assert [r.state for r in apply_to_tree(series, tree, [TORCH])] == [
-        "not needed",
-        "not needed",
-        "was applied",
-    ]
+    assert [state for _, state in _states(series, tree, TORCH)] == ["not needed", "not needed", "was applied"]
     assert path.read_text() == text
