@@ -39,6 +39,40 @@ class TestNNDeviceType(NNTestCase):
             # Non Fast Paths
             if training or not batch_first or TEST_WITH_CROSSREF or not fast_path_device:
 """
+#: The lines of test/test_torch.py that 0021 changes (three tests of TestTorchDeviceType).
+STOCK_TORCH = """\
+class TestTorchDeviceType(TestCase):
+    def test_tensor_storage_type(self, device, dtype):
+        a = make_tensor((10,), dtype=dtype, device=device, low=-9, high=9)
+
+        module = torch.cuda if (torch.device(device).type == 'cuda') else torch
+        expected_storage_type = getattr(module, torch.storage._dtype_to_storage_type_map()[dtype])
+
+        self.assertEqual(a.storage_type(), expected_storage_type)
+
+    def test_grad_scaling_state_dict(self, device):
+            if lazy_init_scale:
+                # Dummy scale() call to ensure the scale tensor is lazily initialized.
+                s1.scale(torch.full((1,), 4.0, dtype=torch.float32, device=device))
+                if "cuda" == device.type:
+                    self.assertTrue(isinstance(s1._scale, torch.cuda.FloatTensor))
+                else:
+                    self.assertTrue(isinstance(s1._scale, torch.FloatTensor))
+
+            s1.load_state_dict(s0.state_dict())
+
+    @onlyNativeDeviceTypes
+    def test_grad_scaler_deprecated_warning(self, device):
+        device = torch.device(device)
+        GradScaler = torch.cuda.amp.GradScaler if "cuda" == device.type else torch.cpu.amp.GradScaler
+
+        with self.assertWarnsRegex(
+            FutureWarning,
+            rf"`torch.{device.type}.amp.GradScaler\\(args...\\)` is deprecated.",
+        ):
+            _ = GradScaler(init_scale=2.0)
+
+"""
 #: The lines of test/test_nn.py that 0020 changes (test_upsamplingBiMode2d_nonsupported_dtypes), after
 #: STOCK_NN's in the same class: a tree holds both, and a patch whose lines are missing is refused.
 STOCK_NN_UINT8 = """\
@@ -54,7 +88,7 @@ STOCK_NN_UINT8 = """\
         else:
             _ = F.interpolate(x, (12, 12), mode=mode, antialias=antialias)
 """
-CONV, NN = "test/nn/test_convolution.py", "test/test_nn.py"
+CONV, NN, TORCH = "test/nn/test_convolution.py", "test/test_nn.py", "test/test_torch.py"
 
 
 @pytest.fixture
@@ -72,26 +106,31 @@ def _tree(tmp_path: Path, text: str = STOCK) -> Path:
 def test_patches_to_test_files_are_their_own_kind(series) -> None:
     kinds = {p.name[:4]: p.kind for p in series.all_patches}
     assert kinds["0017"] == "tests" and kinds["0016"] == "wheel"
-    assert [p.name[:4] for p in series.test_patches] == ["0017", "0019", "0020"]
+    assert [p.name[:4] for p in series.test_patches] == ["0017", "0019", "0020", "0021"]
     assert "test/nn/test_convolution.py" not in series.files  # never overlaid onto torch
     assert "test/test_nn.py" not in series.files
+    assert "test/test_torch.py" not in series.files
 
 
 def test_applying_to_a_tree_changes_the_expectation_once(series, tmp_path: Path) -> None:
     tree = _tree(tmp_path)
     [result, *others] = apply_to_tree(series, tree, [CONV])
     assert (result.patch[:4], result.state) == ("0017", "applied")
-    assert [(r.patch[:4], r.state) for r in others] == [("0019", "not needed"), ("0020", "not needed")]
+    assert [(r.patch[:4], r.state) for r in others] == [("0019", "not needed"), ("0020", "not needed"), ("0021", "not needed")]
     text = (tree / "test/nn/test_convolution.py").read_text()
     assert "backend_expected = torch._C._ConvBackend.Overrideable" in text
-    assert text.index("_select_conv_backend(*inputs)") < text.index("Overrideable") < text.index("assertEqual")
+    assert (
+        text.index("_select_conv_backend(*inputs)") < text.index("Overrideable") < text.index("assertEqual")
+    )
     [again, *_] = apply_to_tree(series, tree, [CONV])
     assert again.state == "was applied"
     assert (tree / "test/nn/test_convolution.py").read_text() == text
 
 
 def test_a_tree_of_another_release_is_refused_naming_the_patch(series, tmp_path: Path) -> None:
-    tree = _tree(tmp_path, STOCK.replace("backend_actual, backend_expected", "backend_expected, backend_actual"))
+    tree = _tree(
+        tmp_path, STOCK.replace("backend_actual, backend_expected", "backend_expected, backend_actual")
+    )
     before = (tree / "test/nn/test_convolution.py").read_text()
     with pytest.raises(PatchError, match=r"0017-.*hunk 1 .* does not apply to test/nn/test_convolution.py"):
         apply_to_tree(series, tree, [CONV])
@@ -107,7 +146,12 @@ def test_a_tree_without_the_file_says_how_to_build_one(series, tmp_path: Path) -
 def test_only_the_patches_of_the_files_asked_for_are_applied(series, tmp_path: Path) -> None:
     (tmp_path / "partial" / "test" / "nn").mkdir(parents=True)
     results = apply_to_tree(series, tmp_path / "partial", ["test/nn/test_dropout.py"])
-    assert [(r.patch[:4], r.state) for r in results] == [("0017", "not needed"), ("0019", "not needed"), ("0020", "not needed")]
+    assert [(r.patch[:4], r.state) for r in results] == [
+        ("0017", "not needed"),
+        ("0019", "not needed"),
+        ("0020", "not needed"),
+        ("0021", "not needed"),
+    ]
 
 
 @pytest.mark.parametrize("release", ["2.13.0", "2.14.1", "2.15.0"])
@@ -116,32 +160,76 @@ def test_every_release_series_carries_the_test_expectation_patches(release: str)
     assert (kinds.get("0016"), kinds.get("0017")) == ("wheel", "tests")
 
 
-def test_0019_counts_the_privateuse1_backend_as_a_fast_path_device_once(series, tmp_path: Path) -> None:
-    path = tmp_path / "pytorch" / NN
+def _stand_in_tree(tmp_path: Path, file: str, text: str) -> Path:
+    """A test tree holding only `file`, written as `text` (the lines a patch changes)."""
+    path = tmp_path / "pytorch" / file
     path.parent.mkdir(parents=True)
-    path.write_text(STOCK_NN + STOCK_NN_UINT8)
-    tree = tmp_path / "pytorch"
-    results = apply_to_tree(series, tree, [NN])
-    assert [(r.patch[:4], r.state) for r in results] == [("0017", "not needed"), ("0019", "applied"), ("0020", "applied")]
+    path.write_text(text)
+    return tmp_path / "pytorch"
+
+
+def _states(series, tree: Path, file: str) -> list[tuple[str, str]]:
+    return [(r.patch[:4], r.state) for r in apply_to_tree(series, tree, [file])]
+
+
+def test_0019_counts_the_privateuse1_backend_as_a_fast_path_device_once(series, tmp_path: Path) -> None:
+    tree = _stand_in_tree(tmp_path, NN, STOCK_NN + STOCK_NN_UINT8)
+    path = tree / NN
+    assert _states(series, tree, NN) == [("0017", "not needed"), ("0019", "applied"), ("0020", "applied"), ("0021", "not needed")]
     text = path.read_text()
-    assert "fast_path_device = fast_path_device or result.device.type == torch._C._get_privateuse1_backend_name()" in text
-    assert text.index("result.is_cuda or result.is_cpu") < text.index("privateuse1") < text.index("Non Fast Paths")
-    assert [r.state for r in apply_to_tree(series, tree, [NN])] == ["not needed", "was applied", "was applied"]
+    assert (
+        "fast_path_device = fast_path_device or result.device.type == torch._C._get_privateuse1_backend_name()"
+        in text
+    )
+    assert (
+        text.index("result.is_cuda or result.is_cpu")
+        < text.index("privateuse1")
+        < text.index("Non Fast Paths")
+    )
+    assert [state for _, state in _states(series, tree, NN)] == ["not needed", "was applied", "was applied", "not needed"]
     assert path.read_text() == text
 
 
 def test_0020_lets_a_privateuse1_backend_refuse_uint8_or_match_the_cpu_and_judges_others_as_before(
     series, tmp_path: Path
 ) -> None:
-    path = tmp_path / "pytorch" / NN
-    path.parent.mkdir(parents=True)
-    path.write_text(STOCK_NN + STOCK_NN_UINT8)
-    tree = tmp_path / "pytorch"
-    assert [(r.patch[:4], r.state) for r in apply_to_tree(series, tree, [NN])][2] == ("0020", "applied")
+    tree = _stand_in_tree(tmp_path, NN, STOCK_NN + STOCK_NN_UINT8)
+    path = tree / NN
+    assert _states(series, tree, NN)[2] == ("0020", "applied")
     text = path.read_text()
     branch = 'if privateuse1 and mode in ("bilinear", "bicubic") and dtype == torch.uint8:'
     assert branch in text and "self.assertEqual(out.cpu(), expected, atol=0, rtol=0)" in text
     # every other device, mode and dtype keeps its expectation: the old test is the elif/else after it
     assert text.index(branch) < text.index("elif should_raise_runtime_error:") < text.index("assertRaisesRegex")
-    assert [r.state for r in apply_to_tree(series, tree, [NN])] == ["not needed", "was applied", "was applied"]
+    assert [state for _, state in _states(series, tree, NN)] == ["not needed", "was applied", "was applied", "not needed"]
+    assert path.read_text() == text
+
+
+def test_0021_expects_what_pytorch_gives_on_the_privateuse1_backend_once(series, tmp_path: Path) -> None:
+    tree = _stand_in_tree(tmp_path, TORCH, STOCK_TORCH)
+    path = tree / TORCH
+    assert _states(series, tree, TORCH) == [
+        ("0017", "not needed"),
+        ("0019", "not needed"),
+        ("0020", "not needed"),
+        ("0021", "applied"),
+    ]
+    text = path.read_text()
+    backend = "torch._C._get_privateuse1_backend_name()"
+    # each change sits in its own test, after the line it qualifies and before the assertion
+    storage = text.index("def test_tensor_storage_type")
+    assert (
+        storage < text.index(f"if torch.device(device).type == {backend}:") < text.index("a.storage_type()")
+    )
+    assert "getattr(module, torch.storage._dtype_to_storage_type_map()[dtype], None)" in text
+    state = text.index("def test_grad_scaling_state_dict")
+    assert (
+        state
+        < text.index(f"elif device.type == {backend}:")
+        < text.index("isinstance(s1._scale, torch.FloatTensor)")
+    )
+    warning = text.index("def test_grad_scaler_deprecated_warning")
+    assert warning < text.index('amp_module = "cuda" if "cuda" == device.type else "cpu"')
+    assert 'rf"`torch.{amp_module}.amp.GradScaler' in text and "torch.{device.type}.amp" not in text
+    assert [state for _, state in _states(series, tree, TORCH)] == ["not needed", "not needed", "not needed", "was applied"]
     assert path.read_text() == text

@@ -12,7 +12,14 @@ import pytest
 import torch
 from accel_neuron.emulator import EmulatorError, native, op_info, python_storage, storage
 
-_PATH_FUNCTIONS = ("to_neuron", "cpu_view", "fresh_cpu_view", "neuron_storage_for", "resize_storage")
+_PATH_FUNCTIONS = (
+    "to_neuron",
+    "cpu_view",
+    "fresh_cpu_view",
+    "neuron_storage_for",
+    "resize_storage",
+    "storage_slice",
+)
 
 
 def test_path_functions_are_not_module_names() -> None:

@@ -22,6 +22,7 @@ def path() -> StoragePath:
     native_to_neuron = ops.to_neuron.default._op
     native_cpu_view = ops.cpu_view.default._op
     native_resize = ops.resize_storage.default._op
+    native_slice = ops.storage_slice.default._op
 
     def neuron_storage_for(cpu_storage: torch.UntypedStorage, index: int = 0) -> torch.UntypedStorage:
         """The neuron storage over the memory of `cpu_storage` (C++ core)."""
@@ -35,6 +36,12 @@ def path() -> StoragePath:
         set_geometry(holder, st, 0, (0,), (1,))
         native_resize(holder, nbytes)
 
+    def storage_slice(st: torch.UntypedStorage, start: int, nbytes: int) -> torch.UntypedStorage:
+        """``st[start:start + nbytes]`` of a neuron storage (C++ core: shared bytes, not counted)."""
+        holder = native_to_neuron(_cpu_empty(0, dtype=torch.uint8), st.device.index or 0)
+        set_geometry(holder, st, 0, (0,), (1,))
+        return native_slice(holder, start, nbytes).untyped_storage()
+
     return StoragePath(
         name="native",
         to_neuron=native_to_neuron,
@@ -42,4 +49,5 @@ def path() -> StoragePath:
         fresh_cpu_view=native_cpu_view,
         neuron_storage_for=neuron_storage_for,
         resize_storage=resize_storage,
+        storage_slice=storage_slice,
     )

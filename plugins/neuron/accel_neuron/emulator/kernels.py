@@ -53,6 +53,9 @@ def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.T
     The CPU view is a fresh one: ``resize_`` changes its geometry (even when it then fails for
     want of room, the sizes are set first), and the Python path's cached view of this geometry
     is lent to every later op on a tensor shaped as ``self`` was, on the same storage.
+    To grow, the CPU kernel resizes a CPU copy of the old bytes, so that what it does to the
+    new bytes is the CPU's too: under ``torch.utils.deterministic.fill_uninitialized_memory``
+    with deterministic algorithms on, it fills them with NaN (integers: their maximum).
     """
     c = storage.active().fresh_cpu_view(self)
     try:
@@ -60,16 +63,32 @@ def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.T
     except RuntimeError as e:
         if "not resizable" not in str(e):
             raise
-        need = torch.empty(size, dtype=self.dtype, device="meta").untyped_storage().nbytes()
-        need += self.storage_offset() * self.element_size()
         old = storage.active().cpu_view(self).untyped_storage()
-        fresh = torch.UntypedStorage(max(need, old.nbytes()))
-        fresh[: old.nbytes()].copy_(old)
-        c = torch.empty(0, dtype=self.dtype).set_(fresh, self.storage_offset(), self.shape, self.stride())
+        grown = torch.UntypedStorage(old.nbytes())
+        grown.copy_(old)
+        c = torch.empty(0, dtype=self.dtype).set_(grown, self.storage_offset(), self.shape, self.stride())
         c.resize_(size, memory_format=memory_format)
     st = storage.active().neuron_storage_for(c.untyped_storage(), self.get_device())
     storage.set_geometry(self, st, c.storage_offset(), c.shape, c.stride())
     return self
+
+
+def lazy_clone(self: torch.Tensor) -> torch.Tensor:
+    """``Tensor._lazy_clone`` on the neuron device: an eager copy of the whole storage, same geometry.
+
+    On the CPU it is a copy-on-write clone: a new storage over the same memory, both storages
+    copying it on their first write (c10's COW). Run on a CPU view, that new storage's memory is
+    the neuron storage's own, so the result was mapped back onto the original neuron storage: on the
+    compiled path a write to the clone changed the original. c10's COW needs a data pointer whose
+    context is the data itself, which the emulator's (bookkeeping in the context) is not; the clone
+    copies the memory now instead of at the first write. The values and geometry are the CPU's
+    (lazy conjugate/negative bits never reach here: PyTorch resolves them before this kernel);
+    ``torch._C._is_cow_tensor`` is False on neuron.
+    """
+    view = storage.active().fresh_cpu_view(self)
+    memory = view.untyped_storage().clone()  # the whole storage, as the CPU's clone keeps it
+    copy = torch.empty(0, dtype=self.dtype).set_(memory, self.storage_offset(), self.shape, self.stride())
+    return storage.active().to_neuron(copy, self.get_device())
 
 
 #: The device-agnostic views (routing.py): their CPU kernel runs on the neuron tensor itself.
@@ -95,6 +114,7 @@ def special_kernels() -> dict[str, Any]:
         "set_.source_Storage": set_source_storage,
         "set_.source_Storage_storage_offset": set_source_storage_offset,
         "resize_": resize_,
+        "_lazy_clone": lazy_clone,
     }
     for name in DEVICE_AGNOSTIC_VIEWS:
         base, _, overload = name.partition(".")

@@ -9,7 +9,8 @@ or fail with internal asserts. This module patches the Python entry points:
 * ``torch.UntypedStorage(..., device="neuron")`` allocates CPU memory and wraps
   it (this also makes storage ``clone``, ``deepcopy`` and ``torch.load`` work), and
   ``UntypedStorage.resize_`` on a neuron storage moves it to new memory (FSDP frees
-  and re-allocates parameter storage that way);
+  and re-allocates parameter storage that way), and a slice of a neuron storage
+  (``storage[a:b]``) is a neuron storage over those bytes that the emulator knows;
 * ``torch.accelerator.synchronize`` routes to ``torch.neuron`` when it refers to the neuron
   device, and so do ``empty_cache``/``memory_*``/``get_memory_info`` on the Python per-op path (on the
   compiled one the C++ core's c10 device allocator serves them: ``csrc/device_allocator.cpp``);
@@ -69,6 +70,19 @@ def _patch_storage() -> None:
         return base_resize(self, size)
 
     torch.UntypedStorage.resize_ = resize_  # type: ignore[method-assign]
+
+    base_getitem = torch.UntypedStorage.__getitem__
+
+    def __getitem__(self: torch.UntypedStorage, *args: Any, **kwargs: Any) -> Any:
+        # PyTorch's C++ slice is a storage over the sliced bytes that the emulator did not make,
+        # so no CPU memory is known behind it: the emulator makes the slice itself.
+        if self.device.type == "neuron" and len(args) == 1 and not kwargs and isinstance(args[0], slice):
+            start, stop, step = args[0].indices(self.nbytes())
+            if step == 1:
+                return storage.active().storage_slice(self, start, max(stop - start, 0))
+        return base_getitem(self, *args, **kwargs)
+
+    torch.UntypedStorage.__getitem__ = __getitem__  # type: ignore[method-assign]
 
 
 def _route(name: str, target: Any, original: Any) -> Any:

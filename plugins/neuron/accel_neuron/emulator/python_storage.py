@@ -70,9 +70,11 @@ def _track(st: torch.UntypedStorage, ptr: int, nbytes: int, index: int, count: b
 
 
 def _new_storage_over(
-    cpu_storage: torch.UntypedStorage, ptr: int, nbytes: int, index: int = 0
+    cpu_storage: torch.UntypedStorage, ptr: int, nbytes: int, index: int = 0, allocation: bool = True
 ) -> torch.UntypedStorage:
-    memory.check(nbytes, index)  # torch.OutOfMemoryError past the device's memory, before anything is kept
+    """A neuron storage over the `nbytes` at `ptr` of `cpu_storage`'s memory; counted when an `allocation`."""
+    if allocation:  # torch.OutOfMemoryError past the device's memory, before anything is kept
+        memory.check(nbytes, index)
     st = _construct_storage(ptr, _NEURON[index], nbytes)
     # A non-resizable CPU alias of the same memory, handed to CPU kernels; it keeps the owner alive.
     alias = _construct_storage(ptr, _CPU, nbytes)
@@ -80,7 +82,7 @@ def _new_storage_over(
     st._emu_cpu = alias
     st._emu_views = {}
     st._emu_index = index
-    if nbytes:
+    if nbytes and allocation:
         _track(st, ptr, nbytes, index)
         if not device_module.is_initialized():
             device_module.set_initialized(True)  # first use of the device, as CUDA's lazy init
@@ -281,6 +283,20 @@ def _adopt(st: torch.UntypedStorage) -> torch.UntypedStorage:
     )
 
 
+def storage_slice(st: torch.UntypedStorage, start: int, nbytes: int) -> torch.UntypedStorage:
+    """``st[start:start + nbytes]`` of a neuron storage: a new one over those bytes, not counted.
+
+    Like the allocation it slices, the slice's memory is held by its CPU alias (which keeps the
+    owner of the memory alive); the slice also keeps `st` alive, as PyTorch's storage slice does.
+    """
+    parent_cpu = st._emu_cpu if hasattr(st, "_emu_cpu") else _adopt(st)
+    sliced = _new_storage_over(
+        parent_cpu, st.data_ptr() + start, nbytes, st.device.index or 0, allocation=False
+    )
+    sliced._emu_parent = st
+    return sliced
+
+
 #: The Python storage path, for :func:`.storage.select`.
 PATH = StoragePath(
     name="python",
@@ -289,4 +305,5 @@ PATH = StoragePath(
     fresh_cpu_view=fresh_cpu_view,
     neuron_storage_for=neuron_storage_for,
     resize_storage=resize_storage,
+    storage_slice=storage_slice,
 )

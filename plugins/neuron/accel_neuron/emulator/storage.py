@@ -41,7 +41,9 @@ class StoragePath:
     new tensor the caller may re-point or resize. ``neuron_storage_for(cpu_storage, index=0)``:
     the neuron storage over that CPU memory, made on device `index` if there is none.
     ``resize_storage(st, nbytes)``: ``UntypedStorage.resize_`` for a neuron storage (new
-    memory, old bytes kept, same storage object).
+    memory, old bytes kept, same storage object). ``storage_slice(st, start, nbytes)``:
+    ``st[start:start + nbytes]``, a new neuron storage sharing those bytes (not an allocation:
+    it keeps `st` alive, as PyTorch's storage slice keeps the storage it slices).
     """
 
     name: str
@@ -50,6 +52,7 @@ class StoragePath:
     fresh_cpu_view: Callable[[torch.Tensor], torch.Tensor]
     neuron_storage_for: Callable[..., torch.UntypedStorage]
     resize_storage: Callable[[torch.UntypedStorage, int], None]
+    storage_slice: Callable[[torch.UntypedStorage, int, int], torch.UntypedStorage]
 
 
 _active: StoragePath | None = None

@@ -327,6 +327,32 @@ void resize_storage(const at::Tensor& t, int64_t nbytes) {
   st->set_nbytes(nbytes);
 }
 
+at::Tensor storage_slice(const at::Tensor& t, int64_t start, int64_t nbytes) {
+  const c10::Storage& sliced = t.storage();
+  NeuronMemory* parent = memory_of(sliced.unsafeGetStorageImpl());
+  TORCH_CHECK(parent != nullptr, "storage_slice: the neuron storage was not made by the neuron emulator");
+  TORCH_CHECK(start >= 0 && nbytes >= 0 && start + nbytes <= static_cast<int64_t>(sliced.nbytes()),
+              "storage_slice: bytes [", start, ", ", start + nbytes, ") are not within the storage's ",
+              sliced.nbytes());
+  const c10::Device device = sliced.device();
+  void* ptr = static_cast<char*>(const_cast<void*>(sliced.data_ptr().get())) + start;
+  auto mem = std::make_unique<NeuronMemory>();
+  mem->ptr = ptr;
+  mem->nbytes = 0;  // the sliced storage's memory, counted there: nothing to count or uncount here
+  mem->index = parent->index;
+  mem->owner = parent->owner;
+  mem->alias = alias_over(ptr, nbytes, parent->owner);
+  mem->parent = sliced;
+  c10::DataPtr dp(ptr, mem.release(), &delete_memory, device);  // owns the context from here
+  auto st = c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), nbytes, std::move(dp), /*allocator=*/nullptr, /*resizable=*/false);
+  auto impl = c10::make_intrusive<c10::TensorImpl>(
+      c10::Storage(std::move(st)), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      caffe2::TypeMeta::Make<uint8_t>());
+  impl->set_sizes_contiguous({nbytes});
+  return at::Tensor(std::move(impl));
+}
+
 const char* stat_names() {
 #define ACCEL_NEURON_EMU_NAME(id, name) name "\n"
   static const char names[] = ACCEL_NEURON_EMU_STATS(ACCEL_NEURON_EMU_NAME);

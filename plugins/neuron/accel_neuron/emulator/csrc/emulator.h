@@ -106,6 +106,7 @@ void register_device_allocator();
 struct NeuronMemory {
   c10::Storage owner;  // the CPU storage that owns the memory
   c10::Storage alias;  // non-resizable CPU storage over the same memory, handed to CPU kernels (may be owner)
+  c10::Storage parent;  // a slice of another neuron storage (storage_slice): that storage, kept alive
   const void* ptr = nullptr;
   int64_t nbytes = 0;  // counted in the statistics (0: not counted, nothing to uncount)
   int index = 0;
@@ -127,6 +128,9 @@ inline NeuronMemory* memory_of(const c10::StorageImpl* st) {
 at::Tensor to_neuron(const at::Tensor& c, int64_t index);
 // UntypedStorage.resize_ on the storage of neuron tensor `t`: new memory (old bytes kept), same storage.
 void resize_storage(const at::Tensor& t, int64_t nbytes);
+// UntypedStorage[start:start + nbytes] of the storage of neuron tensor `t`: a uint8 neuron tensor over a
+// new storage sharing those bytes (not counted as allocated; it keeps the sliced storage alive).
+at::Tensor storage_slice(const at::Tensor& t, int64_t start, int64_t nbytes);
 
 // Geometry and lazy bits of `from` onto `impl` (int sizes when they are plain ints: cheaper).
 inline void copy_geometry(c10::TensorImpl* impl, const at::Tensor& from) {

@@ -1,9 +1,10 @@
 // What the C++ core registers with PyTorch, and its extern "C" API for ctypes (native.py).
 //
-// Torch ops accel_neuron_emu::{to_neuron, cpu_view, resize_storage} (storage.py's native mode); the
-// compiled per-op path's kernels (kernels.cpp, typed_kernels.cpp, dropout.cpp), registered when
-// native.py enables them; and C functions: registration, memory statistics, counters. The functions
-// that can fail return 0, or -1 with the reason in accel_neuron_emulator_last_error().
+// Torch ops accel_neuron_emu::{to_neuron, cpu_view, resize_storage, storage_slice} (storage.py's
+// native mode); the compiled per-op path's kernels (kernels.cpp, typed_kernels.cpp, dropout.cpp),
+// registered when native.py enables them; and C functions: registration, memory statistics,
+// counters. The functions that can fail return 0, or -1 with the reason in
+// accel_neuron_emulator_last_error().
 // (device_guard.cpp and runtime.cpp export their own C functions: the guard and the hooks.)
 
 #include "emulator.h"
@@ -47,6 +48,7 @@ TORCH_LIBRARY(accel_neuron_emu, m) {
   m.def("to_neuron(Tensor cpu, int index) -> Tensor", &accel_neuron_emu::to_neuron);
   m.def("cpu_view(Tensor t) -> Tensor", &accel_neuron_emu::cpu_view);
   m.def("resize_storage(Tensor t, int nbytes) -> ()", &accel_neuron_emu::resize_storage);
+  m.def("storage_slice(Tensor t, int start, int nbytes) -> Tensor", &accel_neuron_emu::storage_slice);
 }
 
 // The helpers see tensors as they are: lazy conjugation / negation bits travel with the views
@@ -56,6 +58,7 @@ TORCH_LIBRARY(accel_neuron_emu, m) {
     m.impl("to_neuron", torch::CppFunction::makeFallthrough());               \
     m.impl("cpu_view", torch::CppFunction::makeFallthrough());                \
     m.impl("resize_storage", torch::CppFunction::makeFallthrough());          \
+    m.impl("storage_slice", torch::CppFunction::makeFallthrough());           \
   }
 ACCEL_NEURON_EMU_FALLTHROUGH(Conjugate)
 ACCEL_NEURON_EMU_FALLTHROUGH(Negative)
