@@ -56,13 +56,17 @@ void set_current_stream_id(c10::DeviceIndex index, c10::StreamId id) {
   current_streams[index] = id;
 }
 
-// The index `d` names (-1, as torch.Stream(device="neuron") passes it: the current device), checked.
-c10::DeviceIndex stream_device(c10::Device d) {
-  c10::DeviceIndex index = d.has_index() ? d.index() : current_index;
+// `index` if it names an emulated device, else the error setDevice and the stream calls raise.
+c10::DeviceIndex checked(c10::DeviceIndex index) {
   TORCH_CHECK(
       index >= 0 && index < device_count, "device neuron:", static_cast<int>(index),
       " does not exist: the neuron emulator has ", static_cast<int>(device_count), " devices");
   return index;
+}
+
+// The index `d` names (-1, as torch.Stream(device="neuron") passes it: the current device), checked.
+c10::DeviceIndex stream_device(c10::Device d) {
+  return checked(d.has_index() ? d.index() : current_index);
 }
 
 c10::Stream make_stream(c10::DeviceIndex index, c10::StreamId id) {
@@ -91,11 +95,7 @@ struct EmulatorDeviceGuard final : public c10::impl::DeviceGuardImplInterface {
     return c10::Device(kType, current_index);
   }
   void setDevice(c10::Device d) const override {
-    TORCH_CHECK(
-        d.index() >= 0 && d.index() < device_count,
-        "device neuron:", static_cast<int>(d.index()), " does not exist: the neuron emulator has ",
-        static_cast<int>(device_count), " devices");
-    current_index = d.index();
+    current_index = checked(d.index());
   }
   void uncheckedSetDevice(c10::Device d) const noexcept override {
     if (d.index() >= 0 && d.index() < device_count) {
