@@ -39,7 +39,8 @@ FIXED_UPSTREAM = {"0007": (2, 14)}
 
 #: patch number -> the releases (major, minor) whose series carries it so far: a patch written for
 #: one release and not yet ported to the newer series (patches/README.md says which). 0016 and 0017
-#: were ported to 2.14.1 and 2.15.0; 0018 is 2.13.0's: 2.15.0 needs it no more (its test below), 2.14.1 is unchecked.
+#: were ported to 2.14.1 and 2.15.0 (so was 0019, a test-tree patch: tests/patches/test_test_tree.py); 0018 is
+#: 2.13.0's: 2.14.1 and 2.15.0 need it no more (their series files say why; its test below checks it).
 ONLY_IN: dict[str, set[tuple[int, int]]] = {"0018": {(2, 13)}}
 
 #: A CUDA build of torch (the registry's Linux wheels from 2.14 on here) takes some CUDA-only paths
@@ -224,13 +225,12 @@ def test_0016_optimizer_test_metadata_lists_fused_support_on_the_accelerator(sce
 
 
 def test_0018_group_norm_module_metadata_skips_the_memory_format_test_on_the_accelerator(scenarios) -> None:
-    if not carried("0018") and _release() >= (2, 15):
+    if not carried("0018") and _release() >= (2, 14):
         # not carried because not needed: the gradient keeps channels_last on the device, as on the CPU
+        # (measured on 2.15.0; on 2.14.1 decided from its backward formula, which this checks)
         stock, _ = scenarios.observe("neuron", "group_norm_memory_format_skip")
         assert stock == {"skipped": False, "grad_channels_last": True, "cpu": True}
         return
-    if not carried("0018"):
-        pytest.skip(f"the series for torch {torch.__version__} does not carry 0018 yet")
     stock, patched = scenarios.observe("neuron", "group_norm_memory_format_skip")
     assert (stock["skipped"], patched["skipped"]) == (False, True)
     # the device split the skip stands for: the gradient is contiguous on the device, channels_last on the CPU

@@ -3,8 +3,9 @@
 It exposes the names the native backend's ``torch.neuron`` documents (the list is in
 ``plugins/neuron/README.md`` and ``tests/test_emulator_install.py``), with the emulator's semantics: ``N`` devices per process
 (``ACCEL_NEURON_EMULATE_DEVICES``, default 2) with a current device per thread,
-synchronous execution (streams and events are no-ops that keep the API
-shape: :mod:`.device_streams`), memory statistics counted per storage and device, and a generator per
+synchronous execution (streams order nothing and events are complete once recorded, but streams
+keep their ids and a current stream per device and thread that PyTorch's C++ side sees:
+:mod:`.device_streams`), memory statistics counted per storage and device, and a generator per
 device. ``_is_emulated`` is True so a backend can tell emulation from hardware.
 """
 

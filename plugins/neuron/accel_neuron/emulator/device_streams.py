@@ -1,47 +1,96 @@
-"""Streams and events of ``torch.neuron``: handles that keep CUDA's API shape, with nothing to order.
+"""Streams and events of ``torch.neuron``: CUDA's API shape, with nothing to order.
 
-The emulated device runs every op at once, in the calling thread, so a stream orders nothing
-and every recorded event is complete: waiting, querying and synchronizing return at once.
-What is kept is what code reads off them: a stream's device and ids (FSDP2 passes them to
-its own ops), the current stream per device (:func:`set_stream`, :func:`stream`), one default
-stream per device, and an event's time (:meth:`Event.elapsed_time`). ``torch.neuron``
-(:mod:`.device_module`) exposes these names.
+The emulated device runs every op at once, in the calling thread, so a stream orders
+nothing and every recorded event is complete: waiting, querying and synchronizing return at once.
+What is kept is what code reads off them, as one state for every API: the current stream per
+device and thread lives in the emulator's C++ device guard (``csrc/device_guard.cpp``), which
+``torch.Stream``, ``torch.accelerator.current_stream``/``set_stream``, ``with torch.Stream(...)``
+and the autograd engine ask, and which this module reads and writes through the core's C entry
+points. So a :class:`Stream` and ``torch.Stream(device="neuron")`` draw their ids from one counter
+(two streams are never equal; a device's default stream is id 0), :func:`set_stream` is what
+``torch.accelerator.current_stream()`` answers and the other way round, and the engine sees a
+gradient accumulator made under one stream used under another (its AccumulateGrad
+stream-mismatch warning, as on CUDA). Without the C++ core the state is kept here, per thread,
+and PyTorch's C++ side sees only default streams. :class:`Event` keeps its record time
+(:meth:`Event.elapsed_time`); ``torch.Event(device="neuron")`` is timed by the guard.
+``torch.neuron`` (:mod:`.device_module`) exposes these names, and ``accel.Stream``,
+``accel.stream`` and ``accel.current_stream`` reach them through the neuron backend.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import threading
+import time
+import weakref
 from typing import Any
 
 import torch
 
-from . import devices
+from . import devices, native
 
 _DeviceLike = int | str | torch.device | None
 _index = devices.index_of
 
 _PRIVATEUSE1 = int(torch._C._autograd.DeviceType.PrivateUse1)
-_stream_ids = itertools.count(1)  # 0 is c10's id of a device's default stream
+_DEFAULT_ID = 0  # c10's id of a device's default stream
+
+# Without the C++ core: stream ids and the current stream per thread and device, kept here.
+_python_ids = itertools.count(1)
+_python_current = threading.local()
+
+
+def _new_id() -> int:
+    lib = native.library()
+    return int(lib.accel_neuron_emulator_new_stream()) if lib is not None else next(_python_ids)
+
+
+def _current_id(index: int) -> int:
+    lib = native.library()
+    if lib is not None:
+        return int(lib.accel_neuron_emulator_current_stream(index))
+    return int(getattr(_python_current, "ids", {}).get(index, _DEFAULT_ID))
+
+
+def _set_current_id(index: int, stream_id: int) -> None:
+    lib = native.library()
+    if lib is not None:
+        lib.accel_neuron_emulator_set_current_stream(index, stream_id)
+        return
+    if not hasattr(_python_current, "ids"):
+        _python_current.ids = {}
+    _python_current.ids[index] = stream_id
 
 
 class Stream(torch.Stream):
-    """A stream handle. Execution is synchronous, so waiting and recording do nothing.
+    """A stream of the emulated device, with an id of its own; execution is synchronous, so waits do nothing.
 
     A ``torch.Stream`` (as ``torch.cuda.Stream`` and every in-tree device's stream are), so the
-    APIs that take one accept it: ``Tensor.record_stream(stream)`` (FSDP calls it on every
-    unsharded parameter), ``torch.ops.fsdp.record_grad_output_stream``. Its ``device_type`` is
-    c10's PrivateUse1 number and each stream gets an id of its own.
+    APIs that take one accept it: ``with stream:``, ``torch.accelerator.set_stream(stream)``,
+    ``Tensor.record_stream(stream)`` (FSDP calls it on every unsharded parameter),
+    ``torch.ops.fsdp.record_grad_output_stream``. Streams compare as ``torch.Stream``s do (device
+    and id), so ``torch.accelerator.current_stream()`` equals the :class:`Stream` made current.
+    ``priority`` is kept on the object and means nothing to the emulated device.
     """
 
+    priority: int
+
     def __new__(cls, device: _DeviceLike = None, priority: int = 0, **kwargs: Any) -> Stream:
-        return super().__new__(cls, stream_id=next(_stream_ids), device_index=_index(device), device_type=_PRIVATEUSE1)
+        return cls._of(_index(device), _new_id(), priority)
 
     def __init__(self, device: _DeviceLike = None, priority: int = 0, **kwargs: Any) -> None:
+        return None  # made whole by __new__
+
+    @classmethod
+    def _of(cls, index: int, stream_id: int, priority: int = 0) -> Stream:
+        self = torch.Stream.__new__(cls, stream_id=stream_id, device_index=index, device_type=_PRIVATEUSE1)
         self.priority = priority
+        _live[(index, stream_id)] = self
+        return self
 
     @property
-    def device(self) -> torch.device:
+    def device(self) -> torch.device:  # type: ignore[override]
         return devices.DEVICES[self.device_index]
 
     def query(self) -> bool:
@@ -50,25 +99,30 @@ class Stream(torch.Stream):
     def synchronize(self) -> None:
         return None
 
-    def wait_event(self, event: Event) -> None:
+    def wait_event(self, event: Any) -> None:
         return None
 
-    def wait_stream(self, stream: Stream) -> None:
+    def wait_stream(self, stream: torch.Stream) -> None:
         return None
 
-    def record_event(self, event: Event | None = None) -> Event:
+    def record_event(self, event: Event | None = None) -> Event:  # type: ignore[override]
         event = event if event is not None else Event()
         event.record(self)
         return event
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Stream) and other is self
-
-    def __hash__(self) -> int:
-        return id(self)
-
     def __repr__(self) -> str:
-        return f"<torch.neuron.Stream device=neuron:{self.device_index} (emulated, synchronous) at {id(self):#x}>"
+        which = "default" if self.stream_id == _DEFAULT_ID else f"id={self.stream_id}"
+        return f"<torch.neuron.Stream device=neuron:{self.device_index} {which} (emulated, synchronous)>"
+
+
+# The live Stream objects by (device index, id): current_stream() gives back the object made current.
+_live: weakref.WeakValueDictionary[tuple[int, int], Stream] = weakref.WeakValueDictionary()
+
+
+def _stream(index: int, stream_id: int) -> Stream:
+    """The live :class:`Stream` of device `index` with `stream_id`, or a new handle for it."""
+    found = _live.get((index, stream_id))
+    return found if found is not None else Stream._of(index, stream_id)
 
 
 class Event:
@@ -80,12 +134,10 @@ class Event:
         self.enable_timing = enable_timing
         self._time: float | None = None
 
-    def record(self, stream: Stream | None = None) -> None:
-        import time
-
+    def record(self, stream: torch.Stream | None = None) -> None:
         self._time = time.perf_counter()
 
-    def wait(self, stream: Stream | None = None) -> None:
+    def wait(self, stream: torch.Stream | None = None) -> None:
         return None
 
     def query(self) -> bool:
@@ -101,52 +153,53 @@ class Event:
         return (end_event._time - self._time) * 1000.0
 
 
-_default_streams: dict[int, Stream] = {}
-_current_streams: dict[int, Stream] = {}
-
-
 def default_stream(device: _DeviceLike = None) -> Stream:
     """The default stream of `device` (default: the current device)."""
-    index = _index(device)
-    s = _default_streams.get(index)
-    if s is None:
-        s = _default_streams[index] = Stream(index)
-    return s
+    return _stream(_index(device), _DEFAULT_ID)
 
 
 def current_stream(device: _DeviceLike = None) -> Stream:
-    """The stream set by :func:`set_stream` on `device` (its default stream otherwise)."""
+    """The calling thread's current stream on `device` (default: the current device).
+
+    The one ``torch.accelerator.current_stream()`` and the autograd engine see: set by
+    :func:`set_stream`, :func:`stream`, ``torch.accelerator.set_stream`` or ``with torch.Stream(...)``;
+    the device's default stream otherwise.
+    """
     index = _index(device)
-    s = _current_streams.get(index)
-    return s if s is not None else default_stream(index)
+    return _stream(index, _current_id(index))
 
 
-def set_stream(stream: Stream) -> None:
-    """Make `stream` current on its device."""
-    if not isinstance(stream, Stream):
-        raise TypeError(f"expected a torch.neuron.Stream, got {type(stream).__name__}")
-    _current_streams[stream.device_index] = stream
+def set_stream(stream: torch.Stream) -> None:
+    """Make `stream` the calling thread's current stream on its device, and its device the current one.
+
+    As ``torch.cuda.set_stream`` and ``torch.accelerator.set_stream`` do. Any neuron ``torch.Stream``
+    is accepted (``torch.accelerator.current_stream()`` gives plain ones).
+    """
+    if not isinstance(stream, torch.Stream) or stream.device_type != _PRIVATEUSE1:
+        raise TypeError(f"expected a neuron stream (torch.neuron.Stream or torch.Stream), got {stream!r}")
+    index = devices.check(stream.device_index)
+    _set_current_id(index, stream.stream_id)
+    if devices.current() != index:
+        devices.set_current(index)
 
 
 @contextlib.contextmanager
-def stream(stream: Stream | None):
+def stream(stream: torch.Stream | None):
     """Context manager that makes `stream` current (and its device, as ``torch.cuda.stream``) for its body."""
     if stream is None:
         yield
         return
     prev_device = devices.current()
-    devices.set_current(devices.check(stream.device_index))
+    index = devices.check(stream.device_index)
+    prev = _current_id(index)
+    set_stream(stream)
     try:
-        prev = current_stream(stream.device_index)
-        set_stream(stream)
-        try:
-            yield
-        finally:
-            set_stream(prev)
+        yield
     finally:
+        _set_current_id(index, prev)
         devices.set_current(prev_device)
 
 
-def wait_stream(stream: Stream) -> None:
+def wait_stream(stream: torch.Stream) -> None:
     """Make the current stream wait for `stream`: a no-op under synchronous execution."""
     return None

@@ -171,10 +171,18 @@ def load() -> bool:
         lib.accel_neuron_emulator_stat_names.restype = ctypes.c_char_p
         lib.accel_neuron_emulator_reset_peak_stats.argtypes = [ctypes.c_int]
         lib.accel_neuron_emulator_reset_accumulated_stats.argtypes = [ctypes.c_int]
-        lib.accel_neuron_emulator_set_memory_capacity.argtypes = [ctypes.c_int64, ctypes.c_char_p, ctypes.c_char_p]
+        lib.accel_neuron_emulator_set_memory_capacity.argtypes = [
+            ctypes.c_int64,
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+        ]
         lib.accel_neuron_emulator_device_used.argtypes = [ctypes.c_int]
         lib.accel_neuron_emulator_path_counts.argtypes = [ctypes.POINTER(ctypes.c_int64)]
         lib.accel_neuron_emulator_set_seed_mixing.argtypes = [ctypes.c_int]
+        lib.accel_neuron_emulator_current_stream.argtypes = [ctypes.c_int]
+        lib.accel_neuron_emulator_current_stream.restype = ctypes.c_int64
+        lib.accel_neuron_emulator_set_current_stream.argtypes = [ctypes.c_int, ctypes.c_int64]
+        lib.accel_neuron_emulator_new_stream.restype = ctypes.c_int64
         # The same library again: these entry points hold the GIL and raise Python errors.
         pylib = ctypes.PyDLL(path)
         for name in ("set_default_generators", "cpu_generator"):
@@ -289,7 +297,9 @@ def _raise_last_error(what: str) -> None:
     raise EmulatorError(f"{what}: {_lib.accel_neuron_emulator_last_error().decode()}")
 
 
-def enable_fast_path(slow_ops: list[str], copy_ops: list[str], views: list[str], explicit_ops: list[str]) -> None:
+def enable_fast_path(
+    slow_ops: list[str], copy_ops: list[str], views: list[str], explicit_ops: list[str]
+) -> None:
     """Register the compiled per-op kernel: the PrivateUse1 fallback and the `explicit_ops` overloads.
 
     `slow_ops`: op names (``aten::set_``) always handed to the Python kernel on PrivateUse3;

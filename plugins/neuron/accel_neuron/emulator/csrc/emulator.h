@@ -1,7 +1,8 @@
 // The emulated neuron device's C++ core: what its files share, declared once.
 //
 // One concern per file (as PyTorch's OpenReg backend is laid out):
-//   device_guard.cpp  the PrivateUse1 device guard: current device (thread-local), device count
+//   device_guard.cpp  the PrivateUse1 device guard: current device and stream (thread-local), device
+//                     count, stream ids, events (host-timed)
 //   runtime.cpp       the PrivateUse1 hooks: device generators, pinned host memory, device queries
 //   allocator.cpp     neuron storages (DataPtr context NeuronMemory), memory statistics, out-of-memory text
 //   device_allocator.cpp  the c10 device allocator of PrivateUse1: the statistics through c10's API
