@@ -122,6 +122,19 @@ def test_lazy_parameters_keep_their_object_and_stay_lazy(neuron: torch.device) -
     assert model.net[0].weight.shape == (32, 5) and model.net[0].weight.device.type == "neuron"
 
 
+def test_a_lazy_parameter_on_neuron_changes_dtype_and_stays_lazy(neuron: torch.device) -> None:
+    # PyTorch's test_modules moves each lazy module with .to(device).to(dtype): the dtype change runs
+    # _to_copy on an UninitializedParameter already on neuron, whose .shape raises by design (the
+    # Python per-op path read it for its CPU view: ACCEL_NEURON_EMULATOR_HOT_PATH=python failed here)
+    model = nn.LazyConv1d(3, 2).to(neuron).to(torch.float64)
+    lazy = model.weight
+    assert isinstance(lazy, nn.parameter.UninitializedParameter)
+    assert (lazy.device.type, lazy.dtype) == ("neuron", torch.float64)
+    out = model(torch.ones(2, 4, 5, device=neuron, dtype=torch.float64))
+    assert out.shape == (2, 3, 4) and out.dtype == torch.float64
+    assert model.weight.shape == (3, 4, 2) and model.weight.device.type == "neuron"
+
+
 def test_a_parameter_torch_cannot_swap_is_replaced_as_stock_torch_does(neuron: torch.device) -> None:
     model = nn.Linear(3, 2)
     p = model.weight

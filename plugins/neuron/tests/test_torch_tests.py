@@ -144,6 +144,18 @@ def test_0021s_claims_legacy_types_and_the_deprecated_grad_scaler_on_neuron(neur
         torch.cpu.amp.GradScaler(init_scale=2.0)
 
 
+def test_the_per_op_path_reaches_the_neuron_leg_only_through_the_option() -> None:
+    # the shell's ACCEL_* settings are cleared (a run measured "on the Python path" that way had run the
+    # compiled one); --hot-path sets it for the neuron leg alone
+    shell = {"ACCEL_NEURON_EMULATOR_HOT_PATH": "python", "ACCEL_BACKEND": "cuda", "PATH": "/bin"}
+    assert "ACCEL_NEURON_EMULATOR_HOT_PATH" not in suite.leg_environment("neuron", base=shell)
+    neuron = suite.leg_environment("neuron", hot_path="python", base=shell)
+    assert (neuron["ACCEL_NEURON_EMULATOR_HOT_PATH"], neuron["ACCEL_BACKEND"], neuron["PATH"]) == ("python", "neuron", "/bin")
+    cpu = suite.leg_environment("cpu", strict=True, hot_path="python", base=shell)
+    assert cpu["ACCEL_BACKEND"] == "cpu" and not any(k.startswith("ACCEL_NEURON") for k in cpu)
+    assert suite.leg_environment("neuron", strict=True, base=shell)["ACCEL_NEURON_STRICT"] == "1"
+
+
 def test_a_class_not_instantiated_per_device_keeps_pytorchs_own_test_names() -> None:
     # TestPoolingNN is a plain TestCase that runs on both legs; "_cpu" ends its own method name
     cpu = {"nn.test_pooling.TestPoolingNN::test_max_unpool2d_nhwc_cpu": ("passed", "")}

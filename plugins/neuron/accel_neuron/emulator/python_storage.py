@@ -242,7 +242,7 @@ def cpu_view(t: torch.Tensor) -> torch.Tensor:
     if t.is_conj() or t.is_neg():
         return fresh_cpu_view(t)
     dtype = t.dtype
-    size = t.shape
+    size = t.size()  # not .shape: UninitializedParameter overrides it to raise (a lazy module's .to())
     stride = t.stride()
     offset = t.storage_offset()
     key = (dtype, size, stride, offset)
@@ -261,7 +261,7 @@ def fresh_cpu_view(t: torch.Tensor) -> torch.Tensor:
         alias = st._emu_cpu
     except AttributeError:
         alias = _adopt(st)
-    c = _cpu_empty(0, dtype=t.dtype).set_(alias, t.storage_offset(), t.shape, t.stride())
+    c = _cpu_empty(0, dtype=t.dtype).set_(alias, t.storage_offset(), t.size(), t.stride())
     if t.is_conj():
         _set_conj(c, True)  # lazy conjugation / negation bits travel with the view
     if t.is_neg():

@@ -150,8 +150,26 @@ def prepare(tree: Path, work: Path, files: list[str]) -> list[str]:
     return ["-m", "accel_abstraction.patching.run", "--overlay", str(overlay), str(Path(sys.executable).with_name("pytest"))]
 
 
+def leg_environment(
+    device: str, strict: bool = False, hot_path: str | None = None, base: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The environment one leg runs in: the caller's, less every ``ACCEL_*`` and testing-device variable
+    (a setting left in the shell must not change a leg), plus the leg's own. The emulator's per-op path
+    reaches the neuron leg only through ``hot_path`` (``--hot-path``): set in the shell, it is cleared."""
+    base = dict(os.environ if base is None else base)
+    full = {k: v for k, v in base.items() if not k.startswith(("ACCEL_", "PYTORCH_TESTING_DEVICE"))}
+    full.update(DEVICES[device], OMP_NUM_THREADS=full.get("OMP_NUM_THREADS", "1"))
+    if device == "neuron":
+        if strict:
+            full["ACCEL_NEURON_STRICT"] = "1"  # refuse what TorchNeuron documents as N / CPU_FALLBACK
+        if hot_path:
+            full["ACCEL_NEURON_EMULATOR_HOT_PATH"] = hot_path
+    return full
+
+
 def run(
-    tree: Path, files: list[str], timeout: float, pytest_args: list[str], report: Path | None, stock: bool, strict: bool
+    tree: Path, files: list[str], timeout: float, pytest_args: list[str], report: Path | None, stock: bool, strict: bool,
+    hot_path: str | None = None,
 ) -> int:
     work = tree / ".accel-torch"
     work.mkdir(exist_ok=True)
@@ -160,13 +178,10 @@ def run(
     rows, bugs, trainium, limits, accel_only = [], [], [], [], 0
     for test_file in files:
         per_device = {}
-        for device, env in DEVICES.items():
+        for device in DEVICES:
             stem = test_file.replace("/", "-").removesuffix(".py")
             junit = work / f"{stem}-{device}.xml"
-            full = {k: v for k, v in os.environ.items() if not k.startswith(("ACCEL_", "PYTORCH_TESTING_DEVICE"))}
-            full.update(env, OMP_NUM_THREADS=full.get("OMP_NUM_THREADS", "1"))
-            if strict and device == "neuron":
-                full["ACCEL_NEURON_STRICT"] = "1"  # refuse what TorchNeuron documents as N / CPU_FALLBACK
+            full = leg_environment(device, strict, hot_path)
             junit.unlink(missing_ok=True)  # a run that is killed must not leave the last run's results
             start = time.perf_counter()
             with open(junit.with_suffix(".log"), "wb") as log:
@@ -233,6 +248,11 @@ def main() -> int:
         help="run the neuron leg with ACCEL_NEURON_STRICT=1: operators AWS documents as not native on Trainium "
              "fail naming the operator and the source, and are listed apart",
     )  # fmt: skip
+    parser.add_argument(
+        "--hot-path", choices=("native", "python"),
+        help="the emulator's per-op path for the neuron leg (ACCEL_NEURON_EMULATOR_HOT_PATH; default: native). "
+             "The variable set in the shell does not reach the legs: every ACCEL_* variable is cleared",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.tree is None or not (args.tree / "test").is_dir():
         print(HOW_TO_GET, file=sys.stderr)
@@ -242,8 +262,9 @@ def main() -> int:
         print(f"not in {args.tree}/test: {', '.join(missing)}\n{HOW_TO_GET}", file=sys.stderr)
         return 2
     return run(
-        args.tree.resolve(), args.files, args.timeout, shlex.split(args.pytest_args), args.json, args.stock, args.strict
-    )
+        args.tree.resolve(), args.files, args.timeout, shlex.split(args.pytest_args), args.json, args.stock, args.strict,
+        args.hot_path,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":
