@@ -29,18 +29,19 @@ def path() -> StoragePath:
         c = _cpu_empty(0, dtype=torch.uint8).set_(cpu_storage, 0, (cpu_storage.nbytes(),), (1,))
         return native_to_neuron(c, index).untyped_storage()
 
+    def holder_of(st: torch.UntypedStorage) -> torch.Tensor:
+        """An empty uint8 neuron tensor on `st`: how the C++ core's storage ops are handed a storage."""
+        holder = native_to_neuron(_cpu_empty(0, dtype=torch.uint8), st.device.index or 0)
+        set_geometry(holder, st, 0, (0,), (1,))
+        return holder
+
     def resize_storage(st: torch.UntypedStorage, nbytes: int) -> None:
         """``UntypedStorage.resize_`` for a neuron storage (C++ core: new memory, old bytes kept)."""
-        index = st.device.index or 0
-        holder = native_to_neuron(_cpu_empty(0, dtype=torch.uint8), index)
-        set_geometry(holder, st, 0, (0,), (1,))
-        native_resize(holder, nbytes)
+        native_resize(holder_of(st), nbytes)
 
     def storage_slice(st: torch.UntypedStorage, start: int, nbytes: int) -> torch.UntypedStorage:
         """``st[start:start + nbytes]`` of a neuron storage (C++ core: shared bytes, not counted)."""
-        holder = native_to_neuron(_cpu_empty(0, dtype=torch.uint8), st.device.index or 0)
-        set_geometry(holder, st, 0, (0,), (1,))
-        return native_slice(holder, start, nbytes).untyped_storage()
+        return native_slice(holder_of(st), start, nbytes).untyped_storage()
 
     return StoragePath(
         name="native",

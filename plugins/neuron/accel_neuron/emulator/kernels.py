@@ -64,8 +64,7 @@ def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.T
         if "not resizable" not in str(e):
             raise
         old = storage.active().cpu_view(self).untyped_storage()
-        grown = torch.UntypedStorage(old.nbytes())
-        grown.copy_(old)
+        grown = old.clone()  # resizable, unlike the alias it copies
         c = torch.empty(0, dtype=self.dtype).set_(grown, self.storage_offset(), self.shape, self.stride())
         c.resize_(size, memory_format=memory_format)
     st = storage.active().neuron_storage_for(c.untyped_storage(), self.get_device())
