@@ -3,6 +3,9 @@
 * ``out=`` and in-place outputs must be on the device: the 0-dim CPU tensor that is accepted as
   an *input* (a scalar) is refused as an *output*, with CUDA's device error (PyTorch's
   TensorIterator exempts CPU scalars only among inputs).
+* Indices of ``x[i]`` on neither the CPU nor ``x``'s device: CUDA's index kernel checks them
+  itself and says so ("indices should be either on cpu or on the same device as the indexed
+  tensor"), where other ops report the device mismatch.
 * Quantized tensors: TorchNeuron's operator compatibility table marks the quantized operator
   variants ``N`` (not supported); the emulator refuses them with one error naming the source.
 
@@ -132,3 +135,21 @@ def test_a_right_argument_on_the_wrong_device_is_still_a_device_mismatch() -> No
                       (torch.nn.Linear(3, 2), torch.ones(2, 3, device="neuron"))]:  # fmt: skip
         with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
             module(x)
+
+
+def test_indices_off_the_indexed_tensors_device_get_cudas_index_error() -> None:
+    """PyTorch's test_advancedindex_mixed_devices_error: ``x[i]`` (aten::index) checks its indices'
+    devices itself, before any device comparison, so CUDA words the error for the indices."""
+    x = torch.randn(3, 4, 4, 4, 3)
+    ia, ib = torch.tensor([0, 2, 1], device="neuron"), torch.tensor([0, 2, 1], device="neuron")
+    on_cpu = r"indices should be either on cpu or on the same device as the indexed tensor \(cpu\)"
+    for index in (lambda: x[:, ia, None, ib, 0], lambda: x[ib], lambda: x[:, ia.cpu(), None, ib, 0]):
+        with pytest.raises(RuntimeError, match=on_cpu):
+            index()
+    on_device = x.to("neuron")
+    assert torch.equal(on_device[ia.cpu()].cpu(), x[ia.cpu()])  # CPU indices of a device tensor: allowed
+    if torch.neuron.device_count() > 1:  # type: ignore[attr-defined]
+        with pytest.raises(RuntimeError, match=r"same device as the indexed tensor \(neuron:0\)"):
+            on_device[ia.to("neuron:1")]
+    with pytest.raises(RuntimeError, match=_DEVICE_ERROR):  # index_select has no such check
+        x.index_select(0, ia)

@@ -11,9 +11,11 @@ points. So a :class:`Stream` and ``torch.Stream(device="neuron")`` draw their id
 ``torch.accelerator.current_stream()`` answers and the other way round, and the engine sees a
 gradient accumulator made under one stream used under another (its AccumulateGrad
 stream-mismatch warning, as on CUDA). Without the C++ core the state is kept here, per thread,
-and PyTorch's C++ side sees only default streams. :class:`Event` keeps its record time
-(:meth:`Event.elapsed_time`); ``torch.Event(device="neuron")`` is timed by the guard.
-``torch.neuron`` (:mod:`.device_module`) exposes these names, and ``accel.Stream``,
+and PyTorch's C++ side sees only default streams. Events are one kind too: :class:`Event` makes
+``torch.Event`` objects of the device, so ``torch.neuron.Event``, ``torch.Event(device="neuron")``,
+``torch.Stream.record_event``/``wait_event`` and the engine's events are recorded, queried and
+timed by the guard (host time of the last record), with CUDA's checks and errors.
+``torch.neuron`` (:mod:`.device_module`) exposes these names, and ``accel.Stream``, ``accel.Event``,
 ``accel.stream`` and ``accel.current_stream`` reach them through the neuron backend.
 """
 
@@ -34,6 +36,7 @@ _DeviceLike = int | str | torch.device | None
 _index = devices.index_of
 
 _PRIVATEUSE1 = int(torch._C._autograd.DeviceType.PrivateUse1)
+_DEVICE = "neuron"  # the PrivateUse1 backend's name (events take a device type; the index is the recording stream's)
 _DEFAULT_ID = 0  # c10's id of a device's default stream
 
 # Without the C++ core: stream ids and the current stream per thread and device, kept here.
@@ -71,6 +74,8 @@ class Stream(torch.Stream):
     ``Tensor.record_stream(stream)`` (FSDP calls it on every unsharded parameter),
     ``torch.ops.fsdp.record_grad_output_stream``. Streams compare as ``torch.Stream``s do (device
     and id), so ``torch.accelerator.current_stream()`` equals the :class:`Stream` made current.
+    ``query``, ``synchronize`` and ``wait_stream`` are ``torch.Stream``'s, answered by the device
+    guard (complete, nothing to wait for); :meth:`record_event` makes an :class:`Event`.
     ``priority`` is kept on the object and means nothing to the emulated device.
     """
 
@@ -93,19 +98,12 @@ class Stream(torch.Stream):
     def device(self) -> torch.device:  # type: ignore[override]
         return devices.DEVICES[self.device_index]
 
-    def query(self) -> bool:
-        return True
+    def wait_event(self, event: torch.Event) -> None:
+        """Make this stream wait for `event` (``event.wait(self)``, as CUDA's streams do): it is complete."""
+        event.wait(self)
 
-    def synchronize(self) -> None:
-        return None
-
-    def wait_event(self, event: Any) -> None:
-        return None
-
-    def wait_stream(self, stream: torch.Stream) -> None:
-        return None
-
-    def record_event(self, event: Event | None = None) -> Event:  # type: ignore[override]
+    def record_event(self, event: torch.Event | None = None) -> torch.Event:
+        """Record `event` (default: a new :class:`Event`) on this stream and return it, as CUDA's streams do."""
         event = event if event is not None else Event()
         event.record(self)
         return event
@@ -125,12 +123,46 @@ def _stream(index: int, stream_id: int) -> Stream:
     return found if found is not None else Stream._of(index, stream_id)
 
 
-class Event:
-    """An event handle; with synchronous execution every recorded event is complete."""
+class _EventType(type):
+    """The type of :class:`Event`: its instances are the ``torch.Event`` objects of the neuron device."""
 
-    def __init__(
-        self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
-    ) -> None:
+    def __instancecheck__(cls, obj: Any) -> bool:
+        if type(obj) is torch.Event:
+            return obj.device.type == _DEVICE
+        return isinstance(obj, _HostEvent)
+
+
+class Event(torch.Event, metaclass=_EventType):
+    """``torch.neuron.Event(enable_timing=False, blocking=False)``: a ``torch.Event`` of the neuron device.
+
+    TorchNeuron's signature (its ``torch_neuronx`` source; CUDA's adds ``interprocess``). What it
+    makes is a plain ``torch.Event(device="neuron", ...)``, not an instance of a subclass: PyTorch
+    2.13 takes only that exact type where an event is an argument (``torch.Stream.record_event``,
+    ``Event.elapsed_time``'s other event), so this is what lets a ``torch.neuron.Event`` meet
+    ``torch.Event``, ``torch.accelerator``'s streams and the autograd engine's events as one kind.
+    ``isinstance(e, torch.neuron.Event)`` is True for every neuron event. The device guard
+    (``csrc/device_guard.cpp``) records it on the current stream by default; execution is
+    synchronous, so a recorded event is complete: ``query()`` is True, ``synchronize()`` and
+    ``wait()`` return at once. ``elapsed_time`` is the host time in milliseconds between the two
+    events' records on one device, and raises as CUDA does (``ValueError``) unless both were made
+    with ``enable_timing=True`` and recorded. ``blocking`` changes nothing: waits never block here.
+    Without the C++ core it makes a :class:`_HostEvent` instead.
+    """
+
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False) -> Any:
+        if native.library() is None:
+            return _HostEvent(enable_timing)
+        return torch.Event(_DEVICE, enable_timing=enable_timing, blocking=blocking)
+
+
+class _HostEvent:
+    """``torch.neuron.Event`` without the C++ core: the host time of its last record.
+
+    PyTorch's Python device guard records events but cannot synchronize or time them, and the
+    stream state it sees is the default streams only: this event is the emulator's alone.
+    """
+
+    def __init__(self, enable_timing: bool = False) -> None:
         self.enable_timing = enable_timing
         self._time: float | None = None
 
@@ -146,10 +178,12 @@ class Event:
     def synchronize(self) -> None:
         return None
 
-    def elapsed_time(self, end_event: Event) -> float:
-        """Milliseconds between this event and `end_event` (both must be recorded)."""
+    def elapsed_time(self, end_event: _HostEvent) -> float:
+        """Milliseconds between this event and `end_event` (both timed and recorded, as CUDA checks)."""
+        if not (self.enable_timing and end_event.enable_timing):
+            raise ValueError("Both events must be created with argument 'enable_timing=True'.")
         if self._time is None or end_event._time is None:
-            raise RuntimeError("both events must be recorded before elapsed_time()")
+            raise ValueError("Both events must be recorded before calculating elapsed time.")
         return (end_event._time - self._time) * 1000.0
 
 

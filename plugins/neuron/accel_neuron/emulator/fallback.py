@@ -57,8 +57,23 @@ def device_mismatch(info: OpInfo, where: Any, found: Any = "cpu", expected: int 
     )
 
 
+#: Ops whose kernel checks its index tensors' devices itself, before any device comparison: on CUDA
+#: ``aten::index`` (``x[i]``) asks that every index be on the CPU or on the indexed tensor's device.
+_OWN_INDEX_CHECK = frozenset({"aten::index"})
+
+
+def _indices_elsewhere(indexed: torch.device) -> RuntimeError:
+    """CUDA's error for indices on neither the CPU nor `indexed`, the indexed tensor's device."""
+    return RuntimeError(
+        f"indices should be either on cpu or on the same device as the indexed tensor ({indexed}) "
+        f"(move the indices with .to('{indexed}'), or the tensor to their device)"
+    )
+
+
 def _raise_mismatch(info: OpInfo, where: Any, args: tuple, kwargs: dict, index: int) -> None:
     """Find the tensor at `where` (or in the list there) that is not on neuron:`index`, and raise."""
+    if info.name in _OWN_INDEX_CHECK:  # every mismatch of x[i] is an index off x's device (and off the CPU)
+        raise _indices_elsewhere((args[0] if args else kwargs["self"]).device)
     value = kwargs.get(where) if isinstance(where, str) else args[where]
     for t in value if isinstance(value, (list, tuple)) else (value,):
         if isinstance(t, _Tensor) and t.device != devices.DEVICES[index] and not (t.is_cpu and t.dim() == 0):

@@ -14,9 +14,12 @@
 // below) and the autograd engine, which compares the stream a gradient accumulator was made
 // under with the one its gradient arrives on (the AccumulateGrad stream-mismatch warning). A
 // stream holds nothing, so its id is never recycled (CUDA's pool recycles 32 real queues per
-// priority); priorities are accepted and not kept. Events carry the host time of their last
-// record, for elapsedTime. Nothing here is on the per-op path: getDevice/setDevice are as before,
-// and the engine asks for a stream when it records a node, not per op.
+// priority); priorities are accepted and not kept. Events (torch.Event, torch.neuron.Event, which
+// is one, and the engine's) carry the host time and the device of their last record: elapsedTime is
+// the host milliseconds between two records on one device. c10's InlineEvent makes CUDA's checks
+// before it asks the guard (both made with enable_timing=True, both recorded: ValueError with
+// CUDA's words), so the guard checks only what is its own. Nothing here is on the per-op path:
+// getDevice/setDevice are as before, and the engine asks for a stream when it records a node, not per op.
 //
 // It exposes plain C functions (declared in emulator.h), loaded with ctypes.
 
@@ -77,7 +80,7 @@ c10::Stream make_stream(c10::DeviceIndex index, c10::StreamId id) {
 
 struct EmulatedEvent {
   std::chrono::steady_clock::time_point recorded_at;
-  bool timing = false;  // made with enable_timing=True (EventFlag::BACKEND_DEFAULT)
+  c10::DeviceIndex index = -1;  // the device of the stream that recorded it (c10::Event keeps it fixed)
 };
 
 struct EmulatorDeviceGuard final : public c10::impl::DeviceGuardImplInterface {
@@ -125,16 +128,16 @@ struct EmulatorDeviceGuard final : public c10::impl::DeviceGuardImplInterface {
     delete static_cast<EmulatedEvent*>(event);
   }
   void record(void** event, const c10::Stream& stream, const c10::DeviceIndex index,
-              const c10::EventFlag flag) const override {
+              const c10::EventFlag /*flag: InlineEvent keeps it and checks it for elapsedTime*/) const override {
     TORCH_CHECK(
         index == -1 || index == stream.device_index(), "event device neuron:", static_cast<int>(index),
         " does not match the recording stream's device neuron:", static_cast<int>(stream.device_index()));
     auto* e = static_cast<EmulatedEvent*>(*event);
     if (e == nullptr) {
       e = new EmulatedEvent();
-      e->timing = flag == c10::EventFlag::BACKEND_DEFAULT;
       *event = e;
     }
+    e->index = stream.device_index();
     e->recorded_at = std::chrono::steady_clock::now();  // the work before it is done: it ran already
   }
   void block(void* /*event*/, const c10::Stream& /*stream*/) const override {}
@@ -146,9 +149,9 @@ struct EmulatorDeviceGuard final : public c10::impl::DeviceGuardImplInterface {
     auto* a = static_cast<EmulatedEvent*>(start);
     auto* b = static_cast<EmulatedEvent*>(end);
     TORCH_CHECK(
-        a->timing && b->timing,
-        "elapsed_time needs both events made with enable_timing=True (torch.Event(device='neuron', "
-        "enable_timing=True)), as on CUDA");
+        a->index == b->index, "elapsed_time between events recorded on neuron:", static_cast<int>(a->index),
+        " and neuron:", static_cast<int>(b->index),
+        ": TorchNeuron times events of one device only; record both on streams of that device");
     return std::chrono::duration<double, std::milli>(b->recorded_at - a->recorded_at).count();
   }
   c10::DeviceIndex deviceCount() const noexcept override {
