@@ -23,6 +23,7 @@
 #include <ATen/ops/view_as_real_ops.h>
 #include <ATen/ops/view_ops.h>
 
+#include <optional>
 #include <unordered_map>
 
 namespace accel_neuron_emu {
@@ -184,11 +185,18 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     if (!generator.defined()) return slow(op, stack);
   }
 
+  std::optional<SwappedIn> swapped;  // random with no generator argument: the device's stream swapped in
+  if (plan.seeded && !swapped.emplace(out_index).ok()) return slow(op, stack);
+
   c10::SmallVector<c10::IValue, 8> orig(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
   LentViews lent;
   to_cpu_args(plan, *stack, base, lent, generator);
   bool served = run_common_case(
-      out_index, lent, [&] { op.callBoxed(stack); },
+      out_index, lent,
+      [&] {
+        op.callBoxed(stack);
+        if (swapped) swapped->restore();
+      },
       [&] {
         const size_t nret = plan.ret_src.size();
         const size_t rbase = stack->size() - nret;
@@ -203,6 +211,7 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
         }
       });
   if (!served) {
+    if (swapped) swapped->rewind();  // the Python kernel draws from where this call started
     stack->resize(base);
     stack->insert(stack->end(), orig.begin(), orig.end());
     slow(op, stack);
