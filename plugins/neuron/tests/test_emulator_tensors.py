@@ -124,10 +124,16 @@ def test_inplace_views_restride_in_place_as_on_the_cpu(restride):
     x = cpu.to("neuron")
     ptr, version = x.data_ptr(), x._version
     out, expected = restride(x), restride(cpu)
-    assert (out.shape, out.stride(), out.storage_offset()) == (expected.shape, expected.stride(), expected.storage_offset())
+    assert (out.shape, out.stride(), out.storage_offset()) == (
+        expected.shape,
+        expected.stride(),
+        expected.storage_offset(),
+    )
     assert torch.equal(out.cpu(), expected) and out.data_ptr() == ptr + 4 * expected.storage_offset()
     assert x._version == version + cpu._version
-    with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-2, 1\], but got 5\)"):
+    with pytest.raises(
+        IndexError, match=r"Dimension out of range \(expected to be in range of \[-2, 1\], but got 5\)"
+    ):
         torch.ones(2, 3, device="neuron").transpose_(0, 5)
 
 
@@ -143,7 +149,13 @@ def test_resize_grows_or_keeps_the_storage_as_the_cpu_does(shape, offset, new_si
         base = torch.arange(float(offset + torch.Size(shape).numel()), device=device)
         t = base[offset:].view(shape)
         t.resize_(new_size, memory_format=memory_format)
-        got[device] = (t.shape, t.stride(), t.storage_offset(), t.untyped_storage().nbytes(), base.cpu().tolist())
+        got[device] = (
+            t.shape,
+            t.stride(),
+            t.storage_offset(),
+            t.untyped_storage().nbytes(),
+            base.cpu().tolist(),
+        )
     assert got["neuron"] == got["cpu"]
 
 
