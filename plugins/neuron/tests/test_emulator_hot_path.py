@@ -289,3 +289,69 @@ def test_random_ops_without_a_generator_take_the_compiled_path_and_draw_the_pyth
     got, expected = _draws_here_and_on_the_python_path(SEEDED, run_python, monkeypatch)
     assert got == expected
     assert "not implemented for 'Long'" in got[-4]
+
+
+OUTS = """
+import json, warnings
+import torch
+from accel_neuron import emulator
+from accel_neuron.emulator import native
+emulator.install()
+
+
+def draws():
+    warnings.simplefilter("ignore")  # "An output with one or more elements was resized", on both paths
+    torch.neuron.manual_seed(1)
+    start = torch.neuron.memory_allocated()
+    x = torch.arange(6.0, device="neuron").reshape(2, 3)
+    got, keep = [], []
+
+    def rec(t):
+        keep.append(t)
+        got.append([list(t.shape), list(t.stride()), t.storage_offset(), t.untyped_storage().nbytes(), t.cpu().tolist()])
+
+    o = torch.empty(2, 3, device="neuron")
+    rec(torch.add(x, 1, out=o))  # the shape it has
+    base = torch.zeros(20, device="neuron")
+    torch.mul(x, 2, out=base[2:])  # resized within its storage, from an offset
+    rec(base[2:].view(-1)[:6].view(2, 3))
+    o = base[2:]
+    torch.mul(x, 3, out=o)
+    rec(o)
+    rec(base)
+    o = torch.empty(0, device="neuron")
+    torch.sub(x, 1, out=o)  # must grow: the Python kernel
+    rec(o)
+    v, i = torch.empty(0, device="neuron"), torch.empty(5, dtype=torch.long, device="neuron")
+    torch.max(x, 1, out=(v, i))
+    rec(v)
+    rec(i)
+    o = torch.empty(4, device="neuron")
+    torch.randn(4, out=o)  # random with out=: the device's stream
+    rec(o)
+    o = torch.empty(2, 3, device="neuron")
+    torch.sum(x, 0, keepdim=True, out=o)
+    rec(o)
+    for bad in (torch.empty(2, 3), torch.empty(2, 3, dtype=torch.long, device="neuron")):
+        try:
+            torch.add(x, 1, out=bad)
+        except RuntimeError as e:
+            got.append(str(e).splitlines()[0])
+    got.append(torch.neuron.memory_allocated() - start)
+    return native.hot_path(), got
+"""
+
+
+def test_out_arguments_take_the_compiled_path_and_end_as_on_the_python_path(compiled, run_python, monkeypatch):
+    # out= arguments (one tensor each) are served by the compiled kernel, which makes each neuron output
+    # follow its CPU view (resized in place by the CPU kernel); one that must grow still takes the Python
+    # kernel. Shapes, strides, offsets, storages, values, errors and memory statistics are the Python path's.
+    x = torch.arange(6.0, device="neuron").reshape(2, 3)
+    o = torch.empty(2, 3, device="neuron")
+    fast, slow = compiled.path_counts()
+    torch.add(x, 1, out=o)
+    torch.sum(x, 0, keepdim=True, out=o[0:1])
+    assert compiled.path_counts()[1] == slow
+    got, expected = _draws_here_and_on_the_python_path(OUTS, run_python, monkeypatch)
+    assert got == expected
+    assert got[1][:3] == [[2, 3], [3, 1], 2] and got[-3].startswith("Expected all tensors to be on the same device")

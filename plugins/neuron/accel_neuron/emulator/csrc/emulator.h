@@ -232,6 +232,7 @@ struct Plan {
   std::vector<ArgKind> kinds;
   std::vector<bool> written;  // per argument: written by the op (in-place self): must be on the device
   std::vector<int> ret_src;   // per return: the argument it returns (written alias), or -1
+  std::vector<size_t> outs;   // the out= arguments (kwarg-only, written, one tensor each)
 };
 
 // Set routing.py's tables: op names the Python kernel must handle, copies, device-agnostic views.

@@ -5,9 +5,9 @@
 // and CPU index tensors allowed; copies mix devices), a device argument on neuron or the CPU, no
 // generator argument (the device's default one is passed; a random op without one runs with the
 // device's stream swapped into the CPU default generator, SwappedIn), not an op that re-points or
-// resizes an argument, no out= arguments (they may need resizing). A plan says per argument what
-// kind it is and whether the op writes it, and per return which argument it returns; an op whose
-// plan is not `fast` always takes the Python kernel.
+// resizes an argument, out= arguments of one tensor each (one that must grow: the Python kernel).
+// A plan says per argument what kind it is and whether the op writes it, and per return which
+// argument it returns; an op whose plan is not `fast` always takes the Python kernel.
 
 #include "emulator.h"
 
@@ -93,7 +93,13 @@ std::unique_ptr<Plan> make_plan(const c10::OperatorHandle& op) {
     ArgKind kind = kind_of(arg.real_type(), &fast, &has_generator);
     const c10::AliasInfo* alias = arg.alias_info();
     if (alias != nullptr && alias->isWrite()) {
-      if (arg.kwarg_only()) fast = false;  // out=: outputs may need resizing (Python's _run_out)
+      if (arg.kwarg_only()) {  // out=: the kernel may resize it in place (kernels.cpp follows it)
+        if (kind == ArgKind::kTensor) {
+          plan->outs.push_back(i);
+        } else {
+          fast = false;  // lists of outputs: the Python kernel
+        }
+      }
       for (const auto& s : alias->beforeSets()) written[s] = static_cast<int>(i);
     }
     plan->kinds.push_back(kind);
