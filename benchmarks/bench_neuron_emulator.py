@@ -13,8 +13,9 @@ block <= 1.05x; the main job's step (examples/train.py) <= 1.05x, timed in inter
 ``--step-pairs N`` times the other step cases that way too). Run:
 ``python benchmarks/bench_neuron_emulator.py [--ops-only] [--hot-path native|python] [--pairs N] [--json FILE]``.
 ``--test-ops`` times instead the calls PyTorch's device-generic test files make most between their
-ops (random inputs, host copies, scalar reads, small constructions, ``assert_close``; issue 35:
-suites' wall time on neuron <= 1.10x the CPU's), 64x64 float32, against the same call on the CPU.
+ops (random inputs, host copies, scalar reads, small constructions, out=, in-place views, ``resize_``,
+``assert_close``; issue 35: suites' wall time on neuron <= 1.10x the CPU's), against the same call
+on the CPU.
 """
 
 from __future__ import annotations
@@ -134,6 +135,7 @@ def _test_op_cases(device: str) -> dict[str, Callable[[], object]]:
     a = torch.randn(64, 64).to(device)
     c = torch.randn(64, 64)
     x = torch.randn(4, 4).to(device)
+    out = torch.empty(4, 4).to(device)
     return {
         "randn 64x64": lambda: torch.randn(64, 64, device=device),
         "randint(0, 10, (64,))": lambda: torch.randint(0, 10, (64,), device=device),
@@ -146,6 +148,7 @@ def _test_op_cases(device: str) -> dict[str, Callable[[], object]]:
         "zeros(8)": lambda: torch.zeros(8, device=device),
         "empty 64x64": lambda: torch.empty(64, 64, device=device),
         "add 4x4": lambda: torch.add(x, x),
+        "add 4x4, out=": lambda: torch.add(x, x, out=out),
         "x.t_() 4x4 (in-place view)": lambda: x.t_(),
         "empty(0).resize_(64) (grows)": lambda: torch.empty(0, device=device).resize_(64),
         "assert_close 64x64": lambda: torch.testing.assert_close(a, a),
