@@ -75,9 +75,9 @@ def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.T
     new bytes is the CPU's too: under ``torch.utils.deterministic.fill_uninitialized_memory``
     with deterministic algorithms on, it fills them with NaN (integers: their maximum).
     """
-    c = storage.active().fresh_cpu_view(self)
     grow = _must_grow(self, size)  # the CPU kernel would refuse to grow the alias: skip its costly error
     if not grow:
+        c = storage.active().fresh_cpu_view(self)
         try:
             c.resize_(size, memory_format=memory_format)
         except RuntimeError as e:
