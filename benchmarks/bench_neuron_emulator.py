@@ -12,6 +12,10 @@ block <= 1.05x; the main job's step (examples/train.py) <= 1.05x, timed in inter
 (``--pairs``, one step of each side per pair; median and range over blocks of ``--block`` pairs;
 ``--step-pairs N`` times the other step cases that way too). Run:
 ``python benchmarks/bench_neuron_emulator.py [--ops-only] [--hot-path native|python] [--pairs N] [--json FILE]``.
+``--test-ops`` times instead the calls PyTorch's device-generic test files make most between their
+ops (random inputs, host copies, scalar reads, small constructions, out=, in-place views, ``resize_``,
+``assert_close``; issue 35: suites' wall time on neuron <= 1.10x the CPU's), against the same call
+on the CPU.
 """
 
 from __future__ import annotations
@@ -119,6 +123,38 @@ def _op_cases(device: str) -> dict[str, Callable[[], object]]:
     }
 
 
+def _test_op_cases(device: str) -> dict[str, Callable[[], object]]:
+    """What PyTorch's device-generic test files call most between their ops (issue 35), by name.
+
+    Random inputs, copies to and from the host, reading a scalar back, small constructions and
+    comparisons: a test of tiny ops pays these more than the ops themselves.
+    """
+    from torch.testing import make_tensor
+
+    torch.manual_seed(0)
+    a = torch.randn(64, 64).to(device)
+    c = torch.randn(64, 64)
+    x = torch.randn(4, 4).to(device)
+    out = torch.empty(4, 4).to(device)
+    return {
+        "randn 64x64": lambda: torch.randn(64, 64, device=device),
+        "randint(0, 10, (64,))": lambda: torch.randint(0, 10, (64,), device=device),
+        "make_tensor 64x64 float32": lambda: make_tensor((64, 64), device=device, dtype=torch.float32),
+        "a.cpu() 64x64": lambda: a.cpu(),
+        "c.to(device) 64x64": lambda: c.to(device),
+        "bool((a == a).all())": lambda: bool((a == a).all()),
+        "a[0, 0].item()": lambda: a[0, 0].item(),
+        "torch.tensor([1, 2, 3])": lambda: torch.tensor([1, 2, 3], device=device),
+        "zeros(8)": lambda: torch.zeros(8, device=device),
+        "empty 64x64": lambda: torch.empty(64, 64, device=device),
+        "add 4x4": lambda: torch.add(x, x),
+        "add 4x4, out=": lambda: torch.add(x, x, out=out),
+        "x.t_() 4x4 (in-place view)": lambda: x.t_(),
+        "empty(0).resize_(64) (grows)": lambda: torch.empty(0, device=device).resize_(64),
+        "assert_close 64x64": lambda: torch.testing.assert_close(a, a),
+    }
+
+
 WORKLOADS = (
     ("MLP 3x512 + AdamW, batch 8 (overhead-bound)", _mlp_step, 8),
     ("MLP 3x512 + AdamW, batch 64", _mlp_step, 64),
@@ -139,8 +175,13 @@ def _measure(args: argparse.Namespace) -> list[harness.Result]:
     wanted = os.environ.get(HOT_PATH_ENV, "native")
     if native.hot_path() != wanted:
         raise SystemExit(f"asked for the {wanted} per-op path, the emulator runs the {native.hot_path()} one")
-    cpu_ops, neuron_ops = _op_cases("cpu"), _op_cases("neuron")
-    cases = [harness.Case(f"op: {name}", neuron_ops[name], cpu_ops[name], "the same op on the CPU") for name in cpu_ops]
+    make_ops, prefix = (_test_op_cases, "test op") if args.test_ops else (_op_cases, "op")
+    cpu_ops, neuron_ops = make_ops("cpu"), make_ops("neuron")
+    cases = [
+        harness.Case(f"{prefix}: {name}", neuron_ops[name], cpu_ops[name], "the same call on the CPU") for name in cpu_ops
+    ]
+    if args.test_ops:
+        return harness.compare_calls(cases, args.rounds, args.budget, args.seed)
     steps = [] if args.ops_only else [
         harness.Case(f"step: {name}", make("neuron", batch), make("cpu", batch), "the same step on the CPU")
         for name, make, batch in WORKLOADS
@@ -157,6 +198,10 @@ def _measure(args: argparse.Namespace) -> list[harness.Result]:
     return results
 
 
+def _json_name(args: argparse.Namespace) -> str:
+    return "neuron_emulator_test_ops" if args.test_ops else "neuron_emulator"
+
+
 def _overhead_us(name: str, r: dict) -> float:
     per = 3 if "chain" in name else 1
     return (r["ours"] - r["direct"]) / per / 1e3
@@ -165,6 +210,10 @@ def _overhead_us(name: str, r: dict) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops-only", action="store_true", help="only the per-op cases")
+    parser.add_argument(
+        "--test-ops", action="store_true",
+        help="only the calls PyTorch's test files make most (random inputs, host copies, item, assert_close)",
+    )  # fmt: skip
     parser.add_argument(
         "--hot-path", choices=PATHS, help="measure one per-op path in this process (default: both, side by side)"
     )
@@ -192,7 +241,7 @@ def main() -> None:
             args.threads,
         )
         if args.json:
-            harness.write_json(args.json, "neuron_emulator", results, args.threads)
+            harness.write_json(args.json, _json_name(args), results, args.threads)
         return
 
     # both paths, each in its own process (the path is fixed when the emulator installs)
@@ -204,18 +253,19 @@ def main() -> None:
             cmd += ["--budget", str(args.budget), "--threads", str(args.threads), "--seed", str(args.seed)]
             cmd += ["--pairs", str(args.pairs), "--step-pairs", str(args.step_pairs), "--block", str(args.block)]
             cmd += ["--ops-only"] if args.ops_only else []
+            cmd += ["--test-ops"] if args.test_ops else []
             subprocess.run(cmd, check=True, env={**os.environ, HOT_PATH_ENV: path})
-            by_path[path] = json.loads(out.read_text())["benchmarks"]["neuron_emulator"]["results"]
+            by_path[path] = json.loads(out.read_text())["benchmarks"][_json_name(args)]["results"]
     print(f"\nload average (1 min): {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     print(f"{'case':58} {'compiled':>9} {'python':>9}   overhead per op (us): compiled / python")
     for name in by_path["native"]:
         n, p = by_path["native"][name], by_path["python"][name]
-        extra = f"   {_overhead_us(name, n):6.1f} / {_overhead_us(name, p):6.1f}" if name.startswith("op: ") else ""
+        extra = f"   {_overhead_us(name, n):6.1f} / {_overhead_us(name, p):6.1f}" if "op: " in name else ""
         print(f"{name:58} {n['ratio']:8.3f}x {p['ratio']:8.3f}x{extra}")
     if args.json:
         merged = {f"{name} [{LABEL[path]}]": r for path in PATHS for name, r in by_path[path].items()}
         data = json.loads(args.json.read_text()) if args.json.exists() else {"schema": 1, "benchmarks": {}}
-        data["benchmarks"]["neuron_emulator"] = {"machine": harness.machine(args.threads), "results": merged}
+        data["benchmarks"][_json_name(args)] = {"machine": harness.machine(args.threads), "results": merged}
         tmp_path = args.json.with_suffix(".tmp")
         tmp_path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
         tmp_path.replace(args.json)

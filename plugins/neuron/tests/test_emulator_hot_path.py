@@ -196,16 +196,22 @@ def draws():
 """
 
 
-def test_compiled_dropout_draws_the_python_kernels_stream_bitwise(compiled, run_python, monkeypatch):
-    # the C++ dropout kernels (csrc/dropout.cpp) replace composite_overrides' Python ones on this path
+def _draws_here_and_on_the_python_path(script: str, run_python, monkeypatch) -> tuple[list, list]:
+    """`script`'s draws() here (the compiled path) and in a fresh process on the Python per-op path."""
     namespace: dict = {}
-    exec(DROPOUT.replace("emulator.install()", ""), namespace)
+    exec(script.replace("emulator.install()", ""), namespace)
     here, got = namespace["draws"]()
     monkeypatch.setenv("ACCEL_NEURON_EMULATOR_HOT_PATH", "python")
-    result = run_python(DROPOUT + "print(json.dumps(draws()))")
+    result = run_python(script + "print(json.dumps(draws()))")
     assert result.returncode == 0, result.stderr[-2000:]
     path, expected = json.loads(result.stdout.strip().splitlines()[-1])
     assert (path, here) == ("python", "native")
+    return got, expected
+
+
+def test_compiled_dropout_draws_the_python_kernels_stream_bitwise(compiled, run_python, monkeypatch):
+    # the C++ dropout kernels (csrc/dropout.cpp) replace composite_overrides' Python ones on this path
+    got, expected = _draws_here_and_on_the_python_path(DROPOUT, run_python, monkeypatch)
     assert got == expected
     assert 0 < sum(v == 0 for v in got[0][0] + got[0][1] + got[0][2] + got[0][3]) < 96  # some dropped, not all
     with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but got 1.5"):
@@ -231,3 +237,121 @@ def test_a_python_only_route_reaches_the_python_kernel_from_the_compiled_path(co
     data, batch_sizes = torch.ops.aten._pack_padded_sequence(x, torch.tensor([3, 2]), False)
     assert compiled.path_counts()[1] > slow
     assert data.device == x.device and batch_sizes.is_cpu
+
+
+SEEDED = """
+import json
+import torch
+from accel_neuron import emulator
+from accel_neuron.emulator import native
+emulator.install()
+
+
+def draws():
+    torch.manual_seed(7)
+    cpu_before = torch.rand(2)  # the CPU stream, interleaved with the device's
+    x = torch.ones(33, device="neuron")
+    out = [
+        torch.randn(1, device="neuron"),  # odd sizes: the generator keeps a cached normal sample
+        torch.randn(3, dtype=torch.float64, device="neuron"),
+        torch.randn(17, 5, device="neuron"),
+        torch.rand(9, device="neuron"),
+        torch.randint(0, 100, (7,), device="neuron"),
+        torch.randint(5, (4,), device="neuron"),
+        torch.randperm(9, device="neuron"),
+        torch.randn_like(x),
+        torch.randint_like(x, 10),
+        torch.native_dropout(x, 0.5, True)[0],
+        torch.empty(5, device="neuron").normal_(),  # a Generator? argument: the device's default one
+    ]
+    try:
+        torch.randn(3, dtype=torch.int64, device="neuron")  # refused by the CPU kernel: same error on both paths
+    except NotImplementedError as e:
+        out.append(str(e).splitlines()[0])
+    out.append(torch.randn(2, device="neuron"))  # the stream goes on where the refused call left it
+    state = torch.neuron.get_rng_state()
+    return native.hot_path(), [
+        o if isinstance(o, str) else o.cpu().tolist() for o in [cpu_before, *out, torch.rand(3), state]
+    ]
+"""
+
+
+def test_random_ops_without_a_generator_take_the_compiled_path_and_draw_the_python_kernels_stream(
+    compiled, run_python, monkeypatch
+):
+    # randn, randint, randperm, *_like, native_dropout: the C++ kernel swaps the device's stream into the
+    # CPU default generator (SwappedIn) as rng.swapped_in does; the numbers, the device's state after them
+    # and the CPU stream around them are the Python kernel's, bit for bit
+    fast, slow = compiled.path_counts()
+    torch.randn(4, device="neuron")
+    torch.randint(0, 10, (64,), device="neuron")
+    assert compiled.path_counts()[1] == slow
+    got, expected = _draws_here_and_on_the_python_path(SEEDED, run_python, monkeypatch)
+    assert got == expected
+    assert "not implemented for 'Long'" in got[-4]
+
+
+OUTS = """
+import json, warnings
+import torch
+from accel_neuron import emulator
+from accel_neuron.emulator import native
+emulator.install()
+
+
+def draws():
+    warnings.simplefilter("ignore")  # "An output with one or more elements was resized", on both paths
+    torch.neuron.manual_seed(1)
+    start = torch.neuron.memory_allocated()
+    x = torch.arange(6.0, device="neuron").reshape(2, 3)
+    got, keep = [], []
+
+    def rec(t):
+        keep.append(t)
+        got.append([list(t.shape), list(t.stride()), t.storage_offset(), t.untyped_storage().nbytes(), t.cpu().tolist()])
+
+    o = torch.empty(2, 3, device="neuron")
+    rec(torch.add(x, 1, out=o))  # the shape it has
+    base = torch.zeros(20, device="neuron")
+    torch.mul(x, 2, out=base[2:])  # resized within its storage, from an offset
+    rec(base[2:].view(-1)[:6].view(2, 3))
+    o = base[2:]
+    torch.mul(x, 3, out=o)
+    rec(o)
+    rec(base)
+    o = torch.empty(0, device="neuron")
+    torch.sub(x, 1, out=o)  # must grow: the Python kernel
+    rec(o)
+    v, i = torch.empty(0, device="neuron"), torch.empty(5, dtype=torch.long, device="neuron")
+    torch.max(x, 1, out=(v, i))
+    rec(v)
+    rec(i)
+    o = torch.empty(4, device="neuron")
+    torch.randn(4, out=o)  # random with out=: the device's stream
+    rec(o)
+    o = torch.empty(2, 3, device="neuron")
+    torch.sum(x, 0, keepdim=True, out=o)
+    rec(o)
+    for bad in (torch.empty(2, 3), torch.empty(2, 3, dtype=torch.long, device="neuron")):
+        try:
+            torch.add(x, 1, out=bad)
+        except RuntimeError as e:
+            got.append(str(e).splitlines()[0])
+    got.append(torch.neuron.memory_allocated() - start)
+    return native.hot_path(), got
+"""
+
+
+def test_out_arguments_take_the_compiled_path_and_end_as_on_the_python_path(compiled, run_python, monkeypatch):
+    # out= arguments (one tensor each) are served by the compiled kernel, which makes each neuron output
+    # follow its CPU view (resized in place by the CPU kernel); one that must grow still takes the Python
+    # kernel. Shapes, strides, offsets, storages, values, errors and memory statistics are the Python path's.
+    x = torch.arange(6.0, device="neuron").reshape(2, 3)
+    o = torch.empty(2, 3, device="neuron")
+    fast, slow = compiled.path_counts()
+    torch.add(x, 1, out=o)
+    torch.sum(x, 0, keepdim=True, out=o[0:1])
+    assert compiled.path_counts()[1] == slow
+    got, expected = _draws_here_and_on_the_python_path(OUTS, run_python, monkeypatch)
+    assert got == expected
+    assert got[1][:3] == [[2, 3], [3, 1], 2] and got[-3].startswith("Expected all tensors to be on the same device")

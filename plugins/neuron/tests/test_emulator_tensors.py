@@ -101,6 +101,64 @@ def test_inplace_view_ops_resize_and_out_arguments():
     assert q.cpu().tolist() == [5.0, 7.0] and r.cpu().tolist() == [1, 0]
 
 
+@pytest.mark.parametrize(
+    "restride",
+    [
+        lambda x: x.t_(),
+        lambda x: x.transpose_(0, 1),
+        lambda x: x.unsqueeze_(1),
+        lambda x: x.unsqueeze_(-1).squeeze_(),
+        lambda x: x[:, :1].squeeze_(1),
+        lambda x: x.unsqueeze_(0).squeeze_((0, 2)),
+        lambda x: x.detach_(),
+    ],
+    ids=["t_", "transpose_", "unsqueeze_", "squeeze_", "squeeze_.dim", "squeeze_.dims", "detach_"],
+)
+def test_inplace_views_restride_in_place_as_on_the_cpu(restride):
+    # In-place views keep their composite kernel on neuron (routing.keeps_decomposition): it restrides
+    # `self` through as_strided_ (a device-agnostic view) instead of taking the Python kernel's CPU view
+    # and copying the geometry back, 30 us a call; result, storage and version are the CPU's.
+    for name in ("aten::t_", "aten::transpose_", "aten::unsqueeze_", "aten::squeeze_.dim", "aten::detach_"):
+        assert not torch._C._dispatch_has_kernel_for_dispatch_key(name, "PrivateUse1"), name
+    cpu = torch.arange(6.0).reshape(2, 3).clone()  # not a view: detach_ refuses views
+    x = cpu.to("neuron")
+    ptr, version = x.data_ptr(), x._version
+    out, expected = restride(x), restride(cpu)
+    assert (out.shape, out.stride(), out.storage_offset()) == (
+        expected.shape,
+        expected.stride(),
+        expected.storage_offset(),
+    )
+    assert torch.equal(out.cpu(), expected) and out.data_ptr() == ptr + 4 * expected.storage_offset()
+    assert x._version == version + cpu._version
+    with pytest.raises(
+        IndexError, match=r"Dimension out of range \(expected to be in range of \[-2, 1\], but got 5\)"
+    ):
+        torch.ones(2, 3, device="neuron").transpose_(0, 5)
+
+
+@pytest.mark.parametrize(
+    ("shape", "offset", "new_size", "memory_format"),
+    [((6,), 2, (3, 5), None), ((2, 3, 2, 2), 0, (2, 3, 4, 4), torch.channels_last), ((4,), 0, (2, 2), None)],
+)
+def test_resize_grows_or_keeps_the_storage_as_the_cpu_does(shape, offset, new_size, memory_format):
+    # resize_ grows the storage without first letting the CPU kernel fail on the non-resizable alias
+    # (kernels._must_grow): sizes, strides, storage size and the old bytes are the CPU's either way.
+    got = {}
+    for device in ("cpu", "neuron"):
+        base = torch.arange(float(offset + torch.Size(shape).numel()), device=device)
+        t = base[offset:].view(shape)
+        t.resize_(new_size, memory_format=memory_format)
+        got[device] = (
+            t.shape,
+            t.stride(),
+            t.storage_offset(),
+            t.untyped_storage().nbytes(),
+            base.cpu().tolist(),
+        )
+    assert got["neuron"] == got["cpu"]
+
+
 def test_scalars_and_lists_come_back_as_python_values():
     x = torch.tensor([1.0, 2.0, 3.0], device="neuron")
     assert x.sum().item() == 6.0

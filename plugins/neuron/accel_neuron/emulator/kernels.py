@@ -47,6 +47,24 @@ def set_source_storage_offset(
     return self
 
 
+def _must_grow(self: torch.Tensor, size: Any) -> bool:
+    """True when the CPU's ``resize_`` of `self` to `size` certainly grows its storage (False: not sure).
+
+    The CPU kernel grows the storage when the sizes change, the new tensor has elements and they
+    (from the storage offset on, contiguous, whatever the memory format) need more bytes than the
+    storage has; growing the neuron tensor's CPU alias (not resizable) fails, and that error costs
+    some 80 us. Plain non-negative int sizes only: anything else is left to the CPU kernel.
+    """
+    if not isinstance(size, (list, tuple)) or not all(type(n) is int and n >= 0 for n in size):
+        return False
+    numel = 1
+    for n in size:
+        numel *= n
+    if numel == 0 or tuple(size) == tuple(self.shape) or numel >= 1 << 48:
+        return False
+    return (self.storage_offset() + numel) * self.element_size() > self.untyped_storage().nbytes()
+
+
 def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.Tensor:
     """Resize a neuron tensor, moving it to a larger neuron storage (old bytes kept) when it must grow.
 
@@ -57,12 +75,16 @@ def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.T
     new bytes is the CPU's too: under ``torch.utils.deterministic.fill_uninitialized_memory``
     with deterministic algorithms on, it fills them with NaN (integers: their maximum).
     """
-    c = storage.active().fresh_cpu_view(self)
-    try:
-        c.resize_(size, memory_format=memory_format)
-    except RuntimeError as e:
-        if "not resizable" not in str(e):
-            raise
+    grow = _must_grow(self, size)  # the CPU kernel would refuse to grow the alias: skip its costly error
+    if not grow:
+        c = storage.active().fresh_cpu_view(self)
+        try:
+            c.resize_(size, memory_format=memory_format)
+        except RuntimeError as e:
+            if "not resizable" not in str(e):
+                raise
+            grow = True
+    if grow:
         old = storage.active().cpu_view(self).untyped_storage()
         grown = old.clone()  # resizable, unlike the alias it copies
         c = torch.empty(0, dtype=self.dtype).set_(grown, self.storage_offset(), self.shape, self.stride())

@@ -69,14 +69,15 @@ def _composite_ops_without_kernel() -> list[str]:
     )
     out = []
     for name in sorted(names):
-        if not name.startswith("aten::") or name.split(".")[0] in routing.KEEP_DECOMPOSITION:
-            continue
-        if has(name, "PrivateUse1"):
+        if not name.startswith("aten::") or has(name, "PrivateUse1"):
             continue
         try:
-            schema = _overload(name)._schema
+            op = _overload(name)
         except AttributeError:
             continue
+        if routing.keeps_decomposition(name, torch.Tag.inplace_view in op.tags):
+            continue
+        schema = op._schema
         if schema.returns and all(r.alias_info is not None for r in schema.returns):
             # Views and in-place ops on metadata (detach, alias, permute, t_, ...): their C++
             # composite kernels only make new TensorImpls over the same storage, which is right

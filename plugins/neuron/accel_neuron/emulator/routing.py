@@ -13,7 +13,8 @@ Routes:
   tensors by design, ops that re-point or resize a written argument);
 * ``COPY_OPS``: CPU and neuron tensors may meet (no device check);
 * ``DEVICE_AGNOSTIC_VIEWS``: the CPU kernel runs on the neuron tensor itself (no CPU view);
-* ``KEEP_DECOMPOSITION``: the CompositeExplicitAutograd kernel keeps decomposing on neuron.
+* ``KEEP_DECOMPOSITION`` (and every in-place view, :func:`keeps_decomposition`): the
+  CompositeExplicitAutograd kernel keeps decomposing on neuron.
 """
 
 from __future__ import annotations
@@ -65,6 +66,17 @@ DEVICE_AGNOSTIC_VIEWS = (
 #: Ops with a CompositeExplicitAutograd kernel that must keep decomposing on neuron: their
 #: decomposition calls other neuron kernels that do the right thing.
 KEEP_DECOMPOSITION = frozenset({"aten::resize_as_", "aten::resize_as_sparse_"})
+
+
+def keeps_decomposition(name: str, inplace_view: bool) -> bool:
+    """Whether op `name` (``aten::t_``) keeps its CompositeExplicitAutograd kernel on neuron.
+
+    :data:`KEEP_DECOMPOSITION`, and every in-place view (`inplace_view`: the op's tag; ``t_``,
+    ``transpose_``, ``unsqueeze_``, ``squeeze_``, ``detach_``): their composite kernels only
+    restride ``self`` through ``as_strided_``, a device-agnostic view here, where the generic kernel
+    would run them on a CPU view and copy the geometry back (the Python kernel, some 50 us a call).
+    """
+    return name.split(".")[0] in KEEP_DECOMPOSITION or inplace_view
 
 
 def compiled_path_tables() -> tuple[list[str], list[str], list[str]]:

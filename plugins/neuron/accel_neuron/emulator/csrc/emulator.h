@@ -18,6 +18,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <c10/core/InferenceMode.h>
@@ -226,10 +227,12 @@ struct Plan {
   bool fast = false;
   bool view = false;  // a device-agnostic view op: its CPU kernel runs on the neuron tensor itself
   bool copy = false;  // a copy: CPU tensors and other neuron devices may meet (routing.COPY_OPS)
+  bool seeded = false;  // random with no generator argument: runs with the device's stream swapped in (SwappedIn)
   size_t nargs = 0;
   std::vector<ArgKind> kinds;
   std::vector<bool> written;  // per argument: written by the op (in-place self): must be on the device
   std::vector<int> ret_src;   // per return: the argument it returns (written alias), or -1
+  std::vector<size_t> outs;   // the out= arguments (kwarg-only, written, one tensor each)
 };
 
 // Set routing.py's tables: op names the Python kernel must handle, copies, device-agnostic views.
@@ -320,5 +323,37 @@ at::Tensor& dropout_inplace_kernel(at::Tensor& input, double p, bool train);
 
 // The CPU generator behind the default generator of device `index`; undefined when there is none yet.
 at::Generator default_cpu_generator(int index);
+
+// While it lives, the CPU default generator draws device `index`'s stream (rng.swapped_in's twin, for
+// random ops with no generator argument): its state (engine, cached normal samples) is swapped in;
+// `restore()` (or the destructor) gives the device its advanced state and the CPU its own back. Moving
+// the state is what get_state/set_state do, without the byte tensors. With emulate_rng = "cpu" the
+// device's generator is the CPU's: nothing to swap. `rewind()`: restore, then put the device's stream
+// back where it was at the start (a call the Python kernel runs again from the start).
+class SwappedIn {
+ public:
+  explicit SwappedIn(int index);
+  ~SwappedIn();
+  SwappedIn(const SwappedIn&) = delete;
+  SwappedIn& operator=(const SwappedIn&) = delete;
+  bool ok() const { return device_ != nullptr; }  // false: the device has no generator yet
+  void restore();
+  void rewind();
+
+ private:
+  struct State {
+    at::mt19937 engine;
+    std::optional<float> next_float;
+    std::optional<double> next_double;
+  };
+  static State read(at::CPUGeneratorImpl* g);
+  static void write(at::CPUGeneratorImpl* g, const State& s);
+
+  at::Generator device_gen_;
+  at::CPUGeneratorImpl* device_ = nullptr;
+  at::CPUGeneratorImpl* cpu_ = nullptr;  // null: nothing swapped (shared stream, or restored)
+  std::optional<State> cpu_saved_;
+  std::optional<State> device_before_;
+};
 
 }  // namespace accel_neuron_emu

@@ -5,7 +5,7 @@
 // (full dispatch, as the Python path does), returns written arguments as passed and wraps other CPU
 // results as neuron tensors over the same memory (run_common_case, shared with the typed kernels of
 // typed_kernels.cpp). Every other call is redispatched to the PrivateUse3 key, where the Python kernel
-// (fallback.py) is registered: it raises the device errors, handles generators, out= resizing,
+// (fallback.py) is registered: it raises the device errors, handles generators, out= outputs that grow,
 // accelerator-only dtypes, and the rest.
 //
 // Twin: fallback.py's run() (with _convert_one and _wrap), the Python per-op path's kernel, which must
@@ -23,6 +23,8 @@
 #include <ATen/ops/view_as_real_ops.h>
 #include <ATen/ops/view_ops.h>
 
+#include <optional>
+#include <string_view>
 #include <unordered_map>
 
 namespace accel_neuron_emu {
@@ -161,6 +163,25 @@ void to_cpu_args(const Plan& plan, torch::jit::Stack& stack, size_t base, LentVi
   }
 }
 
+// After an out= op: neuron tensor `n` follows its CPU view `v`, which the CPU kernel may have resized
+// in place (resize_output) or pointed at other memory (written_args._follow, the Python kernel's twin).
+void follow(const at::Tensor& n, const at::Tensor& v, int index) {
+  c10::TensorImpl* impl = n.unsafeGetTensorImpl();
+  const NeuronMemory* mem = memory_of(n.storage().unsafeGetStorageImpl());
+  if (mem == nullptr || v.storage().unsafeGetStorageImpl() != mem->alias.unsafeGetStorageImpl()) {
+    impl->set_storage_keep_dtype(to_neuron(v, index).storage());
+  } else if (v.sizes() == n.sizes() && v.strides() == n.strides() && v.storage_offset() == n.storage_offset()) {
+    return;
+  }
+  impl->set_sizes_and_strides(v.sizes(), v.strides(), v.storage_offset());
+}
+
+// Whether `e` is the CPU kernel refusing to grow an out= argument's storage (the CPU alias of neuron
+// memory is not resizable): the Python kernel then runs the op into fresh outputs (written_args.run_out).
+bool must_grow(const c10::Error& e) {
+  return std::string_view(e.what_without_backtrace()).find("not resizable") != std::string_view::npos;
+}
+
 }  // namespace
 
 void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -184,11 +205,29 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     if (!generator.defined()) return slow(op, stack);
   }
 
+  std::optional<SwappedIn> swapped;  // random with no generator argument: the device's stream swapped in
+  if (plan.seeded && !swapped.emplace(out_index).ok()) return slow(op, stack);
+
   c10::SmallVector<c10::IValue, 8> orig(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
   LentViews lent;
   to_cpu_args(plan, *stack, base, lent, generator);
+  c10::SmallVector<at::Tensor, 2> out_views;  // the out= arguments' CPU views, followed after the call
+  for (size_t i : plan.outs) out_views.push_back((*stack)[base + i].isTensor() ? (*stack)[base + i].toTensor() : at::Tensor());
   bool served = run_common_case(
-      out_index, lent, [&] { op.callBoxed(stack); },
+      out_index, lent,
+      [&] {
+        try {
+          op.callBoxed(stack);
+        } catch (const c10::Error& e) {
+          if (out_views.empty() || !must_grow(e)) throw;
+          TORCH_CHECK_NOT_IMPLEMENTED(false, "an out= argument must grow: the Python kernel runs it");
+        }
+        if (swapped) swapped->restore();
+        for (size_t k = 0; k < out_views.size(); ++k) {
+          if (out_views[k].defined()) follow(orig[plan.outs[k]].toTensor(), out_views[k], out_index);
+        }
+        out_views.clear();
+      },
       [&] {
         const size_t nret = plan.ret_src.size();
         const size_t rbase = stack->size() - nret;
@@ -203,6 +242,7 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
         }
       });
   if (!served) {
+    if (swapped) swapped->rewind();  // the Python kernel draws from where this call started
     stack->resize(base);
     stack->insert(stack->end(), orig.begin(), orig.end());
     slow(op, stack);

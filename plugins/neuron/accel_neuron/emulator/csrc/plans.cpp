@@ -3,10 +3,11 @@
 //
 // The compiled path serves the common case: dense neuron tensors on one device (0-dim CPU tensors
 // and CPU index tensors allowed; copies mix devices), a device argument on neuron or the CPU, no
-// generator argument (the device's default one is passed), not random without a generator argument,
-// not an op that re-points or resizes an argument, no out= arguments (they may need resizing). A plan
-// says per argument what kind it is and whether the op writes it, and per return which argument it
-// returns; an op whose plan is not `fast` always takes the Python kernel.
+// generator argument (the device's default one is passed; a random op without one runs with the
+// device's stream swapped into the CPU default generator, SwappedIn), not an op that re-points or
+// resizes an argument, out= arguments of one tensor each (one that must grow: the Python kernel).
+// A plan says per argument what kind it is and whether the op writes it, and per return which
+// argument it returns; an op whose plan is not `fast` always takes the Python kernel.
 
 #include "emulator.h"
 
@@ -92,14 +93,20 @@ std::unique_ptr<Plan> make_plan(const c10::OperatorHandle& op) {
     ArgKind kind = kind_of(arg.real_type(), &fast, &has_generator);
     const c10::AliasInfo* alias = arg.alias_info();
     if (alias != nullptr && alias->isWrite()) {
-      if (arg.kwarg_only()) fast = false;  // out=: outputs may need resizing (Python's _run_out)
+      if (arg.kwarg_only()) {  // out=: the kernel may resize it in place (kernels.cpp follows it)
+        if (kind == ArgKind::kTensor) {
+          plan->outs.push_back(i);
+        } else {
+          fast = false;  // lists of outputs: the Python kernel
+        }
+      }
       for (const auto& s : alias->beforeSets()) written[s] = static_cast<int>(i);
     }
     plan->kinds.push_back(kind);
     plan->written.push_back(alias != nullptr && alias->isWrite() && !plan->copy);
   }
-  // random without a generator argument (dropout): Python swaps the device's state in
-  if (op.hasTag(at::Tag::nondeterministic_seeded) && !has_generator) fast = false;
+  // random without a generator argument (randn, randint, native_dropout): the device's state swapped in
+  plan->seeded = op.hasTag(at::Tag::nondeterministic_seeded) && !has_generator;
   for (const auto& ret : schema.returns()) {
     const c10::AliasInfo* alias = ret.alias_info();
     int src = -1;

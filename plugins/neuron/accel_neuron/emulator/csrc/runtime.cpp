@@ -241,6 +241,50 @@ at::Generator accel_neuron_emu::default_cpu_generator(int index) {
   return static_cast<NeuronGenerator*>(default_generators[index].unsafeGetGeneratorImpl())->cpu();
 }
 
+// ---- the device's stream in the CPU default generator (SwappedIn) ---------------------------
+
+accel_neuron_emu::SwappedIn::State accel_neuron_emu::SwappedIn::read(at::CPUGeneratorImpl* g) {
+  return State{g->engine(), g->next_float_normal_sample(), g->next_double_normal_sample()};
+}
+
+void accel_neuron_emu::SwappedIn::write(at::CPUGeneratorImpl* g, const State& s) {
+  g->set_engine(s.engine);
+  g->set_next_float_normal_sample(s.next_float);
+  g->set_next_double_normal_sample(s.next_double);
+}
+
+accel_neuron_emu::SwappedIn::SwappedIn(int index) : device_gen_(default_cpu_generator(index)) {
+  if (!device_gen_.defined()) return;
+  device_ = at::check_generator<at::CPUGeneratorImpl>(device_gen_);
+  auto* cpu_impl = at::check_generator<at::CPUGeneratorImpl>(at::detail::getDefaultCPUGenerator());
+  if (cpu_impl == device_) return;  // emulate_rng = "cpu": the op draws from the CPU stream itself
+  std::scoped_lock lock(device_->mutex_, cpu_impl->mutex_);
+  cpu_saved_.emplace(read(cpu_impl));
+  device_before_.emplace(read(device_));
+  write(cpu_impl, *device_before_);
+  cpu_ = cpu_impl;
+}
+
+void accel_neuron_emu::SwappedIn::restore() {
+  if (cpu_ == nullptr) return;
+  std::scoped_lock lock(device_->mutex_, cpu_->mutex_);
+  write(device_, read(cpu_));
+  write(cpu_, *cpu_saved_);
+  cpu_ = nullptr;
+}
+
+void accel_neuron_emu::SwappedIn::rewind() {
+  restore();
+  if (device_before_.has_value()) {
+    std::lock_guard<std::mutex> lock(device_->mutex_);
+    write(device_, *device_before_);
+  }
+}
+
+accel_neuron_emu::SwappedIn::~SwappedIn() {
+  restore();
+}
+
 #pragma GCC visibility push(default)  // the C entry points ctypes loads (the rest is hidden)
 extern "C" {
 

@@ -186,7 +186,7 @@ bool unboxed_fits(const c10::OperatorHandle& op, const UnboxedEntry& e, bool lis
     return false;
   }
   const Plan& plan = plan_for(op);
-  if (!plan.fast || plan.view || plan.copy) return false;
+  if (!plan.fast || plan.view || plan.copy || plan.seeded) return false;
   for (ArgKind k : plan.kinds) {
     if (k != ArgKind::kTensor && k != ArgKind::kOther) return false;
   }
