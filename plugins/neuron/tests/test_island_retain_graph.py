@@ -77,3 +77,27 @@ def test_gradgradcheck_through_an_lstm_passes_as_on_the_cpu(neuron_emulator) -> 
     mod = torch.nn.LSTM(4, 4).to(neuron_emulator).double()
     inp = torch.rand(1, 3, 4, dtype=torch.double).to(neuron_emulator).requires_grad_()
     assert torch.autograd.gradgradcheck(partial(flat, mod), inp, check_batched_grad=False)
+
+
+@pytest.mark.parametrize("cls", [torch.nn.RNNCell, torch.nn.LSTM, torch.nn.GRU])
+def test_gradients_batched_over_grad_outputs_are_the_cpus(neuron_emulator, cls) -> None:  # type: ignore[no-untyped-def]
+    """vmap over the incoming gradients (``is_grads_batched``, gradcheck's batched check: test_modules'
+    test_grad/test_gradgrad) reaches an island's backward with batched tensors, which have no memory to
+    view zero-copy: their gradients come out by a copy, the CPU's bit for bit."""
+
+    def run(device: torch.device | str) -> torch.Tensor:
+        torch.manual_seed(0)
+        m = cls(5, 3).double().to(device)
+        x = torch.randn(4, 5, dtype=torch.double).to(device).requires_grad_()
+        out = m(x) if cls is torch.nn.RNNCell else m(x)[0]
+        go = torch.randn(2, *out.shape, dtype=torch.double).to(device)
+        (g,) = torch.autograd.grad(out, x, go, is_grads_batched=True)
+        return g.cpu()
+
+    assert torch.equal(run(neuron_emulator), run("cpu"))
+    torch.manual_seed(0)
+    m = cls(5, 3).double().to(neuron_emulator)
+    x = torch.randn(4, 5, dtype=torch.double, device=neuron_emulator, requires_grad=True)
+    f = (lambda t: m(t)) if cls is torch.nn.RNNCell else (lambda t: m(t)[0])
+    assert torch.autograd.gradcheck(f, (x,), check_batched_grad=True)
+    assert torch.autograd.gradgradcheck(f, (x,), check_batched_grad=True)

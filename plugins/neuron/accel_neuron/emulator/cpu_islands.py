@@ -112,8 +112,25 @@ def _cpu(t: _Tensor, requires_grad: bool) -> _Tensor:
 
 def _neuron(c: Any, index: int) -> Any:
     if isinstance(c, _Tensor) and c.device.type == "cpu":
+        if _batched(c):  # vmap over the gradients (gradcheck's batched check, is_grads_batched): a copy
+            return c.to(devices.DEVICES[index])
         return storage.active().to_neuron(c.detach(), index)
     return c
+
+
+def _cpu_grad(g: _Tensor) -> _Tensor:
+    """An incoming gradient as the island's CPU graph takes it: a neuron one as a zero-copy CPU view,
+    a batched one (:func:`_batched`) by a copy."""
+    if g.device.type != "neuron":
+        return g
+    return g.cpu() if _batched(g) else storage.active().fresh_cpu_view(g)
+
+
+def _batched(t: _Tensor) -> bool:
+    """Whether `t` is a vmap wrapper (torch.vmap's, or the legacy one ``torch.autograd.grad(...,
+    is_grads_batched=True)`` and gradcheck's batched check use): it has no memory of its own to view
+    zero-copy, so an island's result leaves it by a copy, which vmap batches like any op."""
+    return bool(torch._C._functorch.is_batchedtensor(t) or torch._C._functorch.is_legacy_batchedtensor(t))
 
 
 class _Island(torch.autograd.Function):
@@ -155,7 +172,7 @@ class _Island(torch.autograd.Function):
         for o, g in zip(cpu_out, grads, strict=True):
             if isinstance(o, _Tensor) and o.requires_grad and g is not None:
                 outs.append(o)
-                gouts.append(storage.active().fresh_cpu_view(g) if g.device.type == "neuron" else g)
+                gouts.append(_cpu_grad(g))
                 given.append(g)
         inputs = [c for c in cpu_in if c is not None]
         result: list[Any] = [None] * len(cpu_in)
@@ -222,7 +239,7 @@ class _IslandGrad(torch.autograd.Function):
         for f, g in zip(ctx.first, grads, strict=True):
             if f is not None and f.requires_grad and g is not None:
                 outs.append(f)
-                gouts.append(storage.active().fresh_cpu_view(g) if g.device.type == "neuron" else g)
+                gouts.append(_cpu_grad(g))
         wrt = [*ends.inputs, *ctx.gouts]
         if not outs:
             return (None, None, *([None] * len(wrt)))
