@@ -236,3 +236,35 @@ def test_an_excerpt_row_is_read_and_checked_as_the_excerpt(tmp_path: Path) -> No
     listing.write_text(f"snippet\tpytorch/pytorch\t{'b' * 40}\ttest/test_y.py\t{len(body)}\t{digest}\n")
     with pytest.raises(ValueError, match="expected 'copy"):
         tree.read_copies(listing)
+
+
+STAMPING_TEST = """\
+import os, time
+from pathlib import Path
+
+
+def test_stamps():
+    start = time.time()
+    time.sleep(1.5)
+    (Path(os.environ["STAMPS"]) / os.environ["PYTORCH_TESTING_DEVICE_ONLY_FOR"]).write_text(f"{start} {time.time()}")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("concurrent", [False, True])
+def test_concurrent_legs_run_at_the_same_time_and_one_after_the_other_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, concurrent: bool
+) -> None:
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "test_stamp.py").write_text(STAMPING_TEST)
+    stamps = tmp_path / "stamps"
+    stamps.mkdir()
+    monkeypatch.setenv("STAMPS", str(stamps))
+    work = tmp_path / ".accel-torch"
+    work.mkdir()
+    got = suite.run_legs(tmp_path, work, "test_stamp.py", [], [], timeout=300, concurrent=concurrent)
+    for device in suite.DEVICES:  # each leg ran the test and it passed
+        assert [outcome for outcome, _ in got[device][0].values()] == ["passed"], got[device]
+    (c0, c1), (n0, n1) = ((float(x) for x in (stamps / k).read_text().split()) for k in ("cpu", "privateuse1"))
+    overlap = min(c1, n1) - max(c0, n0)
+    assert (overlap > 0) is concurrent, (c0, c1, n0, n1)

@@ -33,6 +33,7 @@ import shlex
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -167,9 +168,46 @@ def leg_environment(
     return full
 
 
+def _stem(test_file: str) -> str:
+    """The name of a test file's junit XML and log in the work folder, less the device."""
+    return test_file.replace("/", "-").removesuffix(".py")
+
+
+def run_legs(
+    tree: Path, work: Path, test_file: str, runner: list[str], pytest_args: list[str], timeout: float,
+    strict: bool = False, hot_path: str | None = None, concurrent: bool = False,
+) -> dict[str, tuple[dict[str, tuple[str, str]], float]]:
+    """Run `test_file` once per device in a fresh pytest: each device's outcomes and wall seconds.
+
+    One leg after the other by default; ``concurrent`` starts both at once, so that on a shared
+    machine both see the same neighbours over the same minutes (each leg computes on one thread:
+    ``OMP_NUM_THREADS=1`` unless set), which makes their per-test times comparable."""
+    stem = _stem(test_file)
+
+    def leg(device: str) -> tuple[dict[str, tuple[str, str]], float]:
+        junit = work / f"{stem}-{device}.xml"
+        junit.unlink(missing_ok=True)  # a run that is killed must not leave the last run's results
+        start = time.perf_counter()
+        with open(junit.with_suffix(".log"), "wb") as log:
+            try:
+                subprocess.run(
+                    [sys.executable, *(runner or ["-m", "pytest"]), "-q", "-p", "no:cacheprovider",
+                     "--junitxml", str(junit), *pytest_args, test_file],
+                    cwd=tree / "test", env=leg_environment(device, strict, hot_path), timeout=timeout, stdout=log,
+                    stderr=subprocess.STDOUT,
+                )  # fmt: skip
+            except subprocess.TimeoutExpired:
+                log.write(f"\naccel torch_suite: timed out after {timeout:.0f} s\n".encode())
+        return junit_outcomes(junit), time.perf_counter() - start
+
+    with ThreadPoolExecutor(max_workers=len(DEVICES) if concurrent else 1) as pool:
+        started = {device: pool.submit(leg, device) for device in DEVICES}
+        return {device: future.result() for device, future in started.items()}
+
+
 def run(
     tree: Path, files: list[str], timeout: float, pytest_args: list[str], report: Path | None, stock: bool, strict: bool,
-    hot_path: str | None = None,
+    hot_path: str | None = None, concurrent: bool = False,
 ) -> int:
     work = tree / ".accel-torch"
     work.mkdir(exist_ok=True)
@@ -177,23 +215,8 @@ def run(
     table = trainium_ops()
     rows, bugs, trainium, limits, accel_only = [], [], [], [], 0
     for test_file in files:
-        per_device = {}
-        for device in DEVICES:
-            stem = test_file.replace("/", "-").removesuffix(".py")
-            junit = work / f"{stem}-{device}.xml"
-            full = leg_environment(device, strict, hot_path)
-            junit.unlink(missing_ok=True)  # a run that is killed must not leave the last run's results
-            start = time.perf_counter()
-            with open(junit.with_suffix(".log"), "wb") as log:
-                try:
-                    subprocess.run(
-                        [sys.executable, *(runner or ["-m", "pytest"]), "-q", "-p", "no:cacheprovider",
-                         "--junitxml", str(junit), *pytest_args, test_file],
-                        cwd=tree / "test", env=full, timeout=timeout, stdout=log, stderr=subprocess.STDOUT,
-                    )  # fmt: skip
-                except subprocess.TimeoutExpired:
-                    log.write(f"\naccel torch_suite: timed out after {timeout:.0f} s\n".encode())
-            per_device[device] = (junit_outcomes(junit), time.perf_counter() - start)
+        per_device = run_legs(tree, work, test_file, runner, pytest_args, timeout, strict, hot_path, concurrent)
+        stem = _stem(test_file)
         found = compare(per_device["cpu"][0], per_device["neuron"][0])
         for tid, outcome, message in found["cpu_pass_neuron_fail"]:
             why = documented(message, table)
@@ -202,7 +225,7 @@ def run(
             group.append((test_file, tid, f"{outcome}: {message}", why or limit))
         accel_only += len(found["neuron_only"])
         for device, (outcomes, seconds) in per_device.items():
-            counts = pytest_counts(junit.with_name(f"{stem}-{device}.log")) or {
+            counts = pytest_counts(work / f"{stem}-{device}.log") or {
                 k: sum(1 for o, _ in outcomes.values() if o == k) for k in ("passed", "failed", "skipped", "error")
             }
             rows.append((test_file, device, counts, seconds))
@@ -253,6 +276,11 @@ def main() -> int:
         help="the emulator's per-op path for the neuron leg (ACCEL_NEURON_EMULATOR_HOT_PATH; default: native). "
              "The variable set in the shell does not reach the legs: every ACCEL_* variable is cleared",
     )  # fmt: skip
+    parser.add_argument(
+        "--concurrent-legs", action="store_true",
+        help="run the cpu and neuron legs of each file at the same time (each on one thread): on a shared machine "
+             "both then see the same load, so the wall-time ratio compares the devices, not the neighbours' minutes",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.tree is None or not (args.tree / "test").is_dir():
         print(HOW_TO_GET, file=sys.stderr)
@@ -263,7 +291,7 @@ def main() -> int:
         return 2
     return run(
         args.tree.resolve(), args.files, args.timeout, shlex.split(args.pytest_args), args.json, args.stock, args.strict,
-        args.hot_path,
+        args.hot_path, args.concurrent_legs,
     )  # fmt: skip
 
 
