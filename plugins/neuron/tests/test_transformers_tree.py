@@ -125,3 +125,14 @@ def test_counts_come_from_pytests_summary_line(tmp_path: Path) -> None:
     assert suite.pytest_counts(log) == {"passed": 0, "failed": 0, "skipped": 0, "error": 1}
     log.write_text("killed before the summary\n")
     assert suite.pytest_counts(log) is None
+
+
+def test_a_legs_row_takes_pytests_counts_and_falls_back_to_junit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "t-cpu.log"
+    log.write_text("=== 3 passed, 1 skipped in 2.00s ===\n")
+    outcomes = {"a": ("passed", ""), "b": ("failed", "x")}
+    assert suite.leg_row("t.py", "cpu", log, outcomes, 2.0)[2] == {"passed": 3, "failed": 0, "skipped": 1, "error": 0}
+    killed = suite.leg_row("t.py", "neuron", tmp_path / "none.log", outcomes, 9.0)  # no summary line: the junit's
+    assert killed[2] == {"passed": 1, "failed": 1, "skipped": 0, "error": 0}
+    suite.print_rows([killed], 10)
+    assert capsys.readouterr().out.splitlines()[1].split() == ["t.py", "neuron", "1", "1", "0", "0", "9s"]

@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from transformers_suite import _outcomes as junit_outcomes  # noqa: E402
-from transformers_suite import pytest_counts  # noqa: E402
+from transformers_suite import leg_row, print_rows  # noqa: E402
 
 DEFAULT_FILES = (
     "test_view_ops.py",
@@ -225,13 +225,8 @@ def run(
             group.append((test_file, tid, f"{outcome}: {message}", why or limit))
         accel_only += len(found["neuron_only"])
         for device, (outcomes, seconds) in per_device.items():
-            counts = pytest_counts(work / f"{stem}-{device}.log") or {
-                k: sum(1 for o, _ in outcomes.values() if o == k) for k in ("passed", "failed", "skipped", "error")
-            }
-            rows.append((test_file, device, counts, seconds))
-    print(f"{'file':28} {'device':7} {'passed':>7} {'failed':>7} {'skipped':>8} {'errors':>7} {'time':>8}")
-    for test_file, device, c, seconds in rows:
-        print(f"{test_file:28} {device:7} {c['passed']:7} {c['failed']:7} {c['skipped']:8} {c['error']:7} {seconds:7.0f}s")
+            rows.append(leg_row(test_file, device, work / f"{stem}-{device}.log", outcomes, seconds))
+    print_rows(rows, 28)
     print(f"\n{accel_only} test(s) ran on neuron only (the CPU skips or lacks them), not compared.")
     print(f"\n{len(bugs)} test(s) pass on the CPU and fail on neuron:")
     for test_file, tid, message, _ in bugs:

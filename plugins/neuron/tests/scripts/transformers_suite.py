@@ -80,6 +80,24 @@ def pytest_counts(log: Path) -> dict[str, int] | None:
     return counts
 
 
+Row = tuple[str, str, dict[str, int], float]  # file, device, counts, wall seconds
+
+
+def leg_row(test_file: str, device: str, log: Path, outcomes: dict[str, tuple[str, str]], seconds: float) -> Row:
+    """One leg's row: pytest's own counts from ``log``, or, where it printed none (killed), the junit outcomes'."""
+    counts = pytest_counts(log) or {
+        k: sum(1 for o, _ in outcomes.values() if o == k) for k in ("passed", "failed", "skipped", "error")
+    }
+    return test_file, device, counts, seconds
+
+
+def print_rows(rows: list[Row], width: int) -> None:
+    """The per-file, per-device table both suite runners print (``width``: the file column's)."""
+    print(f"{'file':{width}} {'device':7} {'passed':>7} {'failed':>7} {'skipped':>8} {'errors':>7} {'time':>8}")
+    for test_file, device, c, seconds in rows:
+        print(f"{test_file:{width}} {device:7} {c['passed']:7} {c['failed']:7} {c['skipped']:8} {c['error']:7} {seconds:7.0f}s")
+
+
 def tree_version(tree: Path) -> str | None:
     """The ``__version__`` of the transformers source in ``tree`` (``src/transformers/__init__.py``)."""
     init = tree / "src" / "transformers" / "__init__.py"
@@ -141,13 +159,8 @@ def run(tree: Path, files: list[str], timeout: float, pytest_args: list[str], re
             if outcome == "passed" and got[0] in ("failed", "error", "missing"):
                 neuron_only.append((test_file, tid, got[1]))
         for device, (outcomes, seconds) in per_device.items():
-            counts = pytest_counts(results / f"{Path(test_file).stem}-{device}.log") or {
-                k: sum(1 for o, _ in outcomes.values() if o == k) for k in ("passed", "failed", "skipped", "error")
-            }
-            rows.append((test_file, device, counts, seconds))
-    print(f"{'file':48} {'device':7} {'passed':>7} {'failed':>7} {'skipped':>8} {'errors':>7} {'time':>8}")
-    for test_file, device, c, seconds in rows:
-        print(f"{test_file:48} {device:7} {c['passed']:7} {c['failed']:7} {c['skipped']:8} {c['error']:7} {seconds:7.0f}s")
+            rows.append(leg_row(test_file, device, results / f"{Path(test_file).stem}-{device}.log", outcomes, seconds))
+    print_rows(rows, 48)
     table = [row for row in neuron_only if UPSTREAM_TABLE_TESTS.search(row[1])]
     others = [row for row in neuron_only if row not in table]
     print(f"\n{len(others)} test(s) pass on the CPU and fail on neuron:")
