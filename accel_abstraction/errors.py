@@ -24,6 +24,7 @@ __all__ = [
     "PLUGIN_ATTR",
     "decode_utf8",
     "did_you_mean",
+    "headline",
 ]
 
 
@@ -38,6 +39,18 @@ def did_you_mean(value: str, choices: Iterable[str]) -> str:
 
     close = difflib.get_close_matches(value.lower(), [c.lower() for c in choices], n=1, cutoff=0.5)
     return f" Did you mean '{close[0]}'?" if close else ""
+
+
+def headline(exc: BaseException) -> str:
+    """The first non-blank line of ``exc``'s message, stripped; its type's name when the message is blank.
+
+    What a one-line report (the CLI's ``accel: error: ...``, a warning, a JSON field) shows of an
+    error whose message may span lines, be empty (``RuntimeError()``) or be only white space.
+    """
+    for line in str(exc).splitlines():
+        if line.strip():
+            return line.strip()
+    return type(exc).__name__
 
 
 class AccelError(Exception):

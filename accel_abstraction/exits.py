@@ -32,7 +32,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .errors import PLUGIN_ATTR, AccelError
+from .errors import PLUGIN_ATTR, AccelError, headline
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -76,8 +76,7 @@ def print_error(exc: BaseException, show_traceback: bool = False) -> int:
     """Print ``exc`` as one ``accel: error: ...`` line (the traceback too if asked); return 2."""
     if show_traceback:
         _print_traceback(exc)
-    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    _say(f"accel: error: {first}")
+    _say(f"accel: error: {headline(exc)}")
     return EXIT_ERROR
 
 

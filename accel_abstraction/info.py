@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from .errors import PLUGIN_ATTR, AccelError
+from .errors import PLUGIN_ATTR, AccelError, headline
 
 __all__ = ["add_parser", "collect", "system_versions"]
 
@@ -62,13 +62,13 @@ def _fill(report: dict[str, Any], host: Any) -> None:
             avail = probe(build_backend(entry, settings), entry)
             row.update(available=avail.available, reason=avail.reason, hint=avail.hint)
         except AccelError as exc:
-            row.update(available=False, reason=str(exc).splitlines()[0], hint="")
+            row.update(available=False, reason=headline(exc), hint="")
         report["backends"].append(row)
     try:
         sel = runtime.selection()
     except AccelError as exc:
         report["selected"] = None
-        report["selection_error"] = str(exc).splitlines()[0]
+        report["selection_error"] = headline(exc)
         return
     except Exception as exc:
         plugin = getattr(exc, PLUGIN_ATTR, None)

@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .errors import AccelError, BackendUnavailableError, PluginError
+from .errors import AccelError, BackendUnavailableError, PluginError, headline
 from .features import Availability
 from .interface import Backend
 from .registry import BackendRegistry, RegisteredBackend
@@ -95,7 +95,7 @@ def _pick_auto(registry: BackendRegistry, settings: CoreSettings) -> tuple[Backe
         try:
             backend = build_backend(entry, settings)
         except PluginError as exc:
-            warnings.warn(str(exc).splitlines()[0] + "; skipped by backend='auto'", RuntimeWarning, stacklevel=4)
+            warnings.warn(headline(exc) + "; skipped by backend='auto'", RuntimeWarning, stacklevel=4)
             reasons.append(f"{entry.spec.name}: factory raised")
             continue
         avail = probe(backend, entry)

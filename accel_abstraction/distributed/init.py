@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.distributed as dist
 
-from ..errors import AccelError, ConfigError
+from ..errors import AccelError, ConfigError, headline
 from ..sections import DIST, DistConfig
 from .env import LaunchEnv, detect
 
@@ -152,7 +152,7 @@ def _init_method(launch: LaunchEnv, settings: DistConfig) -> str:
 def _rendezvous_error(
     exc: BaseException, launch: LaunchEnv, name: str, init_method: str, settings: DistConfig, elapsed: float
 ) -> DistributedError:
-    first = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() else type(exc).__name__
+    first = headline(exc).rstrip(".")
     low = str(exc).lower()
     timeout = settings.timeout
     timeout_src = settings.source_of("timeout")
@@ -409,9 +409,8 @@ def _meet_in_store_before_destroy() -> None:
 
 
 def _warn_destroy_anyway(what: str, exc: BaseException) -> None:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     warnings.warn(
-        f"destroy_distributed: {what} ({first}); destroying the process group anyway. "
+        f"destroy_distributed: {what} ({headline(exc)}); destroying the process group anyway. "
         "Another rank has probably exited early: check its log",
         RuntimeWarning,
         stacklevel=4,
@@ -432,10 +431,9 @@ def barrier() -> None:
     except RuntimeError as exc:
         settings = _settings
         limit = f"{settings.timeout:g} s ({settings.source_of('timeout')})" if settings else "the group's timeout"
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DistributedError(
             f"barrier failed on rank {dist.get_rank()} of {dist.get_world_size()} after "
-            f"{time.monotonic() - start:.1f} s (timeout {limit}): {first}. Another rank has probably "
+            f"{time.monotonic() - start:.1f} s (timeout {limit}): {headline(exc)}. Another rank has probably "
             "exited or is stuck: check the other ranks' logs"
         ) from exc
 

@@ -21,6 +21,7 @@ from torch._C._distributed_c10d import _create_work_from_future
 from torch.utils._pytree import tree_flatten
 
 from accel_abstraction.distributed import DistributedError
+from accel_abstraction.errors import headline
 
 _PREMUL_SUM = dist.ReduceOp.RedOpType.PREMUL_SUM
 #: How gloo words "this collective / reduction / dtype is not implemented" (lower case).
@@ -113,7 +114,7 @@ def via_gloo(
     except RuntimeError as exc:
         low = str(exc).lower()
         if any(s in low for s in _GLOO_CANNOT):
-            raise UnsupportedCollectiveError(collective, str(exc).strip().splitlines()[0]) from exc
+            raise UnsupportedCollectiveError(collective, headline(exc)) from exc
         raise
     for t in _tensors(outputs):
         s = staged[id(t)]
