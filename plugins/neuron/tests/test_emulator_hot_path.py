@@ -355,3 +355,21 @@ def test_out_arguments_take_the_compiled_path_and_end_as_on_the_python_path(comp
     got, expected = _draws_here_and_on_the_python_path(OUTS, run_python, monkeypatch)
     assert got == expected
     assert got[1][:3] == [[2, 3], [3, 1], 2] and got[-3].startswith("Expected all tensors to be on the same device")
+
+
+def test_both_paths_catch_c10s_own_words_for_a_storage_that_cannot_grow():
+    """c10's refusal to grow a CPU alias of neuron memory is what both paths catch, in one set of words."""
+    from pathlib import Path
+
+    from accel_neuron.emulator import storage
+    from accel_neuron.emulator.errors import C10_NOT_RESIZABLE, refuses_to_grow
+
+    borrowed = torch.frombuffer(bytearray(12), dtype=torch.float32)  # memory c10 does not own, as an alias's
+    with pytest.raises(RuntimeError) as caught:
+        borrowed.resize_(100)
+    assert refuses_to_grow(caught.value), f"c10's words changed: {caught.value}"
+    assert not refuses_to_grow(RuntimeError("shape mismatch")) and not refuses_to_grow(ValueError(C10_NOT_RESIZABLE))
+    kernels_cpp = Path(storage.__file__).parent / "csrc" / "kernels.cpp"
+    assert f'find("{C10_NOT_RESIZABLE}")' in kernels_cpp.read_text(encoding="utf-8"), (
+        "csrc/kernels.cpp must_grow matches other words than errors.C10_NOT_RESIZABLE"
+    )

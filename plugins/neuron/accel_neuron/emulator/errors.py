@@ -24,6 +24,19 @@ def limit(what: str, instead: str) -> EmulatorError:
     )
 
 
+#: The words of c10's refusal to grow a storage it does not own ("Trying to resize storage that is not
+#: resizable"): what a CPU kernel says when it must grow an output whose memory is a CPU alias of
+#: neuron memory. Both per-op paths catch it and grow the neuron storage instead: the Python one
+#: through :func:`refuses_to_grow`, the compiled one in ``csrc/kernels.cpp`` (``must_grow``), whose
+#: literal a test keeps equal to this one.
+C10_NOT_RESIZABLE = "not resizable"
+
+
+def refuses_to_grow(e: BaseException) -> bool:
+    """Whether `e` is c10 refusing to grow a storage that is not resizable (:data:`C10_NOT_RESIZABLE`)."""
+    return isinstance(e, RuntimeError) and C10_NOT_RESIZABLE in str(e)
+
+
 #: Where TorchNeuron says what it does not support (cited by :class:`NeuronUnsupportedError` messages).
 TORCH_NEURON_SOURCE = (
     "AWS Neuron 2.33 docs, 'Supported PyTorch APIs and operators' (the torch-neuronx operator "

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from . import fallback, routing, storage
+from .errors import refuses_to_grow
 from .op_info import info_for
 
 _CPU_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
@@ -81,7 +82,7 @@ def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.T
         try:
             c.resize_(size, memory_format=memory_format)
         except RuntimeError as e:
-            if "not resizable" not in str(e):
+            if not refuses_to_grow(e):
                 raise
             grow = True
     if grow:

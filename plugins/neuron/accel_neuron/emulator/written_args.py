@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from . import storage
+from .errors import refuses_to_grow
 
 if TYPE_CHECKING:
     from .op_info import OpInfo
@@ -54,7 +55,7 @@ def run_out(op: Any, info: OpInfo, args: tuple, kwargs: dict, cargs: list, ckwar
     try:
         return op(*cargs, **ckwargs)
     except RuntimeError as e:
-        if "not resizable" not in str(e):
+        if not refuses_to_grow(e):
             raise
     for pos, name in zip(info.write_pos, info.write_names, strict=True):
         if pos >= 0:
