@@ -19,6 +19,7 @@ _PATH_FUNCTIONS = (
     "neuron_storage_for",
     "resize_storage",
     "storage_slice",
+    "swap_data_ptr",
 )
 
 

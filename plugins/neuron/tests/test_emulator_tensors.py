@@ -291,3 +291,54 @@ def test_is_same_size_takes_tensors_on_two_devices():
         assert primal.tolist() == [[3.0], [4.0]] and copied.tolist() == [[5.0], [6.0]]
         # PyTorch's copy_ clones the source's tangent (on its device, as with a CUDA source)
         assert copied is not tangent and copied.device == tangent.device
+
+
+_OVERLAPPING_WRITES = {
+    "index_add_": lambda y, i: y.index_add_(0, i, y[:3]),
+    "index_copy_": lambda y, i: y.index_copy_(0, i, y[:3]),
+    "put_": lambda y, i: y.put_(i[0], y[0]),
+    "index_put_": lambda y, i: y.index_put_((i,), y[:3]),
+}
+
+
+@pytest.mark.parametrize("write", sorted(_OVERLAPPING_WRITES))
+@pytest.mark.parametrize("make", [torch.rand, torch.zeros])
+def test_a_write_from_a_view_of_the_same_memory_is_refused_as_on_the_cpu(write, make):
+    # ATen refuses an in-place write whose source shares the written tensor's memory ("unsupported
+    # operation"): it compares the two tensors' storages. On the Python per-op path the first CPU
+    # view of a fresh result (torch.rand's) was the kernel's own CPU tensor, over another storage
+    # than the views made later, so y.index_add_(0, i, y[:3]) ran (PyTorch's test_torch
+    # test_index_add/index_copy/put/index_put_mem_overlap).
+    with pytest.raises(RuntimeError, match="unsupported operation"):  # the CPU's own answer
+        _OVERLAPPING_WRITES[write](make(6), torch.tensor([2, 1, 0]))
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        _OVERLAPPING_WRITES[write](make(6, device="neuron"), torch.tensor([2, 1, 0], device="neuron"))
+
+
+@pytest.mark.parametrize("empty_first", [False, True])
+def test_swapping_storage_memory_moves_the_values_and_keeps_the_views(empty_first):
+    # UntypedStorage._swap_data_ptr_ exchanges the memory behind two storages; every tensor on either
+    # storage then reads the other's values. On the Python per-op path the emulator's CPU alias of
+    # each storage stayed behind, so the tensors still read their old values (PyTorch's test_torch
+    # test_swap_data_ptr_with_empty/_non_empty/_preserves_views).
+    base = torch.neuron.memory_allocated()
+    x = torch.arange(16.0, device="neuron").view(4, 4)
+    y = torch.arange(16.0, 32.0, device="neuron").view(4, 4)
+    x_view = x[1:3]
+    x_data, y_data = x.cpu(), y.cpu()
+    xs, ys = x.untyped_storage(), y.untyped_storage()
+    if empty_first:
+        xs.resize_(0)
+    held = (1 if empty_first else 2) * 16 * 4  # bytes allocated on the device, before and after the swap
+    xs._swap_data_ptr_(ys)
+    assert torch.equal(x.cpu(), y_data) and torch.equal(x_view.cpu(), y_data[1:3])
+    assert ys.nbytes() == (0 if empty_first else 16 * 4)
+    if not empty_first:
+        assert torch.equal(y.cpu(), x_data)
+        y.add_(1)  # writes land in the memory y now has, not in x's
+        assert torch.equal(y.cpu(), x_data + 1) and torch.equal(x.cpu(), y_data)
+    assert torch.neuron.memory_allocated() == base + held
+    del y, ys
+    assert torch.equal(x_view.cpu(), y_data[1:3])  # x kept the memory it took alive
+    del x, xs, x_view
+    assert torch.neuron.memory_allocated() == base

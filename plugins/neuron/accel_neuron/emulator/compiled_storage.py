@@ -51,4 +51,6 @@ def path() -> StoragePath:
         neuron_storage_for=neuron_storage_for,
         resize_storage=resize_storage,
         storage_slice=storage_slice,
+        # the core reads a storage's memory through its data pointer alone: PyTorch's swap is complete
+        swap_data_ptr=torch._C.StorageBase._swap_data_ptr_,
     )

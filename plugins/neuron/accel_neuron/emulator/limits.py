@@ -10,7 +10,9 @@ or fail with internal asserts. This module patches the Python entry points:
   it (this also makes storage ``clone``, ``deepcopy`` and ``torch.load`` work), and
   ``UntypedStorage.resize_`` on a neuron storage moves it to new memory (FSDP frees
   and re-allocates parameter storage that way), and a slice of a neuron storage
-  (``storage[a:b]``) is a neuron storage over those bytes that the emulator knows;
+  (``storage[a:b]``) is a neuron storage over those bytes that the emulator knows, and
+  ``UntypedStorage._swap_data_ptr_`` between neuron storages moves what the emulator keeps
+  about each one's memory along with it;
 * ``torch.accelerator.synchronize`` routes to ``torch.neuron`` when it refers to the neuron
   device, and so do ``empty_cache``/``memory_*``/``get_memory_info`` on the Python per-op path (on the
   compiled one the C++ core's c10 device allocator serves them: ``csrc/device_allocator.cpp``);
@@ -83,6 +85,18 @@ def _patch_storage() -> None:
         return base_getitem(self, *args, **kwargs)
 
     torch.UntypedStorage.__getitem__ = __getitem__  # type: ignore[method-assign]
+
+    base_swap = torch.UntypedStorage._swap_data_ptr_
+
+    def _swap_data_ptr_(self: torch.UntypedStorage, other: torch.UntypedStorage) -> None:
+        # The memory behind a neuron storage is known to the emulator beyond its data pointer
+        # (on the Python per-op path: the CPU alias kernels read it through): the storage path
+        # moves that along.
+        if self.device.type == "neuron":
+            return storage.active().swap_data_ptr(self, other)
+        return base_swap(self, other)
+
+    torch.UntypedStorage._swap_data_ptr_ = _swap_data_ptr_  # type: ignore[method-assign]
 
 
 def _route(name: str, target: Any, original: Any) -> Any:

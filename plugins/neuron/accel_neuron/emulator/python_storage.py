@@ -29,6 +29,7 @@ from . import device_module, devices, memory
 from .storage import StoragePath
 
 _construct_storage = torch._C._construct_storage_from_data_pointer
+_swap_memory = torch._C.StorageBase._swap_data_ptr_  # PyTorch's own: limits.py patches UntypedStorage's
 _create_empty = torch._C._acc.create_empty_tensor
 _set_storage = torch.ops.aten.set_.source_Storage_storage_offset
 _redispatch_set = _set_storage._handle.redispatch_boxed
@@ -107,7 +108,7 @@ def resize_storage(st: torch.UntypedStorage, nbytes: int) -> None:
     held = None
     if old_n:
         held = _construct_storage(0, _NEURON[index], 0)
-        st._swap_data_ptr_(held)  # `held` now owns the old memory
+        _swap_memory(st, held)  # `held` now owns the old memory
         held._emu_cpu = old_cpu
         if track is not None:
             track[0][:] = [0, 0, index]
@@ -119,7 +120,7 @@ def resize_storage(st: torch.UntypedStorage, nbytes: int) -> None:
             cpu[:keep].copy_(old_cpu[:keep])
         ptr = cpu.data_ptr()
         fresh = _new_storage_over(cpu, ptr, nbytes, index)  # counts the allocation
-        st._swap_data_ptr_(fresh)
+        _swap_memory(st, fresh)
         st._emu_cpu = fresh._emu_cpu
         fresh._emu_track[0][:] = [0, 0, index]
         if track is not None:
@@ -131,6 +132,44 @@ def resize_storage(st: torch.UntypedStorage, nbytes: int) -> None:
         st._emu_cpu = torch._C.StorageBase.__new__(torch.UntypedStorage, 0)
     st._emu_views = {}
     del held
+
+
+_MEMORY_ATTRS = ("_emu_cpu", "_emu_views", "_emu_parent")  # what keeps (and views) a storage's memory
+
+
+def _hold(st: torch.UntypedStorage, track: tuple | None, alloc: list | None) -> None:
+    """Make `st` (its former tracking `track`) count the allocation `alloc` it now holds, or none."""
+    if track is not None:
+        track[0][:] = alloc if alloc is not None else [0, 0, track[0][2]]
+        if alloc is not None and alloc[0]:
+            _by_ptr[alloc[0]] = track[1]
+    elif alloc is not None:
+        _track(st, *alloc, count=False)
+
+
+def swap_data_ptr(a: torch.UntypedStorage, b: torch.UntypedStorage) -> None:
+    """``UntypedStorage._swap_data_ptr_`` for neuron storages: the memory and what keeps it change places.
+
+    PyTorch swaps the two storages' data pointers; the CPU alias each one's tensors are viewed
+    through, the memory's owner and its count in the memory statistics go with the memory, so
+    every tensor on `a` reads what `b` held and the memory is freed with the storage holding it.
+    """
+    _swap_memory(a, b)  # PyTorch's checks first (same device)
+    for st in (a, b):
+        if not hasattr(st, "_emu_cpu"):
+            _adopt(st)
+    for name in _MEMORY_ATTRS:
+        held_a, held_b = getattr(a, name, None), getattr(b, name, None)
+        for st, value in ((a, held_b), (b, held_a)):
+            if value is not None:
+                setattr(st, name, value)
+            elif hasattr(st, name):
+                delattr(st, name)
+    track_a, track_b = getattr(a, "_emu_track", None), getattr(b, "_emu_track", None)
+    alloc_a = list(track_a[0]) if track_a is not None else None
+    alloc_b = list(track_b[0]) if track_b is not None else None
+    _hold(a, track_a, alloc_b)
+    _hold(b, track_b, alloc_a)
 
 
 def neuron_storage_for(cpu_storage: torch.UntypedStorage, index: int = 0) -> torch.UntypedStorage:
@@ -169,9 +208,12 @@ def to_neuron(c: torch.Tensor, index: int = 0) -> torch.Tensor:
         _set_conj(t, True)
     if neg:
         _set_neg(t, True)
-    if not (conj or neg):
+    if not (conj or neg) and cst is st._emu_cpu:
         # `c` is a CPU view of `t` already: the next op that reads `t` (usually the very next
-        # one) gets it from the view cache instead of building one.
+        # one) gets it from the view cache instead of building one. Only a view over the
+        # storage's CPU alias: new memory comes on the kernel's own CPU storage, and ATen tells
+        # overlapping tensors (``y.index_add_(0, i, y[:3])``: "unsupported operation") by their
+        # storage, so every CPU view of one neuron storage must be over the same CPU storage.
         cache = st._emu_views
         if len(cache) < _VIEW_CACHE_SIZE:
             cache.setdefault((dtype, size, stride, offset), c)
@@ -306,4 +348,5 @@ PATH = StoragePath(
     neuron_storage_for=neuron_storage_for,
     resize_storage=resize_storage,
     storage_slice=storage_slice,
+    swap_data_ptr=swap_data_ptr,
 )

@@ -44,6 +44,8 @@ class StoragePath:
     memory, old bytes kept, same storage object). ``storage_slice(st, start, nbytes)``:
     ``st[start:start + nbytes]``, a new neuron storage sharing those bytes (not an allocation:
     it keeps `st` alive, as PyTorch's storage slice keeps the storage it slices).
+    ``swap_data_ptr(a, b)``: ``UntypedStorage._swap_data_ptr_`` for neuron storages (the memory
+    behind `a` and `b` changes places, and so does everything that reads or frees it).
     """
 
     name: str
@@ -53,6 +55,7 @@ class StoragePath:
     neuron_storage_for: Callable[..., torch.UntypedStorage]
     resize_storage: Callable[[torch.UntypedStorage, int], None]
     storage_slice: Callable[[torch.UntypedStorage, int, int], torch.UntypedStorage]
+    swap_data_ptr: Callable[[torch.UntypedStorage, torch.UntypedStorage], None]
 
 
 _active: StoragePath | None = None
