@@ -193,6 +193,21 @@ def test_a_sparse_refusal_is_listed_as_an_open_emulator_limit_not_as_a_trainium_
     assert suite.emulator_limit("AssertionError: Tensor-likes are not close!") is None
 
 
+def test_a_nested_tensor_failure_is_listed_as_an_open_emulator_limit() -> None:
+    """PyTorch's words when a nested tensor meets the neuron device, on each per-op path and for
+    ``.to("neuron")`` (plugins/neuron/README.md, "Nested tensors"): listed apart, not as a bug."""
+    messages = (
+        "failed: RuntimeError: Internal error: NestedTensorImpl doesn't support strides. Please file an issue.",
+        "failed: RuntimeError: Internal error: NestedTensorImpl doesn't support sizes. Please file an issue.",
+        "failed: NotImplementedError: Could not run 'aten::_to_copy' with arguments from the "
+        "'NestedTensorneuron' backend.",
+    )
+    for message in messages:
+        limit = suite.emulator_limit(message)
+        assert limit is not None and limit.startswith("nested tensors"), message
+    assert suite.emulator_limit("RuntimeError: NestedTensorImpl is fine") is None
+
+
 def test_the_index_copies_list_names_each_file_run_here_with_commit_size_and_hash() -> None:
     copies = tree.read_copies()
     assert {c.path for c in copies} >= {f"test/{f}" for f in suite.DEFAULT_FILES if "optim" not in f} - {

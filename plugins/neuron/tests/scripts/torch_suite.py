@@ -18,7 +18,7 @@ passes on the CPU and fails (or is missing) on neuron, with the first line of it
 into what AWS documents Trainium does not run (an operator of ``accel_neuron/trainium_ops.tsv`` in
 the message: ``--strict`` runs the device with ``ACCEL_NEURON_STRICT=1`` so that such operators fail
 naming themselves), what meets an emulator limit where TorchNeuron's documentation is silent
-(:data:`EMULATOR_LIMITS`: sparse layouts; still open) and all others (bugs to fix). Tests only the device runs (accelerator-only, the CPU
+(:data:`EMULATOR_LIMITS`: sparse layouts, nested tensors; still open) and all others (bugs to fix). Tests only the device runs (accelerator-only, the CPU
 skips them) are counted apart. junit XML and logs go to ``TREE/.accel-torch/``; ``--json`` writes
 the counts, times and failures.
 """
@@ -70,6 +70,9 @@ _OUTCOME_FAILED = ("failed", "error", "missing")
 EMULATOR_LIMITS = {
     "sparse layouts (undocumented for TorchNeuron; refused by the emulator)":
         r"EmulatorError: aten::\w+: a (?:torch\.)?sparse\w* tensor on the neuron device",
+    # PyTorch's own words: NestedTensorImpl made over neuron tensors, or no kernel for the key
+    "nested tensors (undocumented for TorchNeuron; not emulated)":
+        r"NestedTensorImpl doesn't support (?:strides|sizes)|'NestedTensorneuron' backend",
 }  # fmt: skip
 
 
