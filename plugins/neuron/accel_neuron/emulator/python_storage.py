@@ -339,6 +339,18 @@ def storage_slice(st: torch.UntypedStorage, start: int, nbytes: int) -> torch.Un
     return sliced
 
 
+def lazy_clone(t: torch.Tensor) -> torch.Tensor:
+    """``Tensor._lazy_clone``: an eager copy of the whole storage, same geometry (not copy-on-write).
+
+    c10's copy-on-write wraps a DataPtr's context, and this path's storages hold their memory in
+    Python (``_emu_cpu``), which a c10 materializer cannot re-point: the clone copies now, and
+    ``torch._C._is_cow_tensor`` is False here (the compiled path's storages are copy-on-write).
+    """
+    memory = fresh_cpu_view(t).untyped_storage().clone()  # the whole storage, as the CPU's clone keeps it
+    copy = _cpu_empty(0, dtype=t.dtype).set_(memory, t.storage_offset(), t.size(), t.stride())
+    return to_neuron(copy, t.get_device())
+
+
 #: The Python storage path, for :func:`.storage.select`.
 PATH = StoragePath(
     name="python",
@@ -349,4 +361,5 @@ PATH = StoragePath(
     resize_storage=resize_storage,
     storage_slice=storage_slice,
     swap_data_ptr=swap_data_ptr,
+    lazy_clone=lazy_clone,
 )
