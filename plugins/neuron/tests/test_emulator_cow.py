@@ -1,9 +1,9 @@
 """Copy-on-write neuron tensors: ``Tensor._lazy_clone`` as c10 does it on the CPU and CUDA.
 
-On the compiled per-op path the clone and the original share one memory, both c10 copy-on-write
-(``torch._C._is_cow_tensor``), until a write gives the written one memory of its own; reads never
-do. The Python per-op path copies at once (its storages keep their memory in Python, which c10's
-materializer cannot re-point): the values are the same, nothing is copy-on-write there.
+On both per-op paths (with the C++ core) the clone and the original share one memory, both c10
+copy-on-write (``torch._C._is_cow_tensor``), until a write gives the written one memory of its own;
+reads never do. Without the core (no compiler) the clone is a copy made at once: the values are the
+same, nothing is copy-on-write.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.uint8
 
 
 def _copy_on_write() -> bool:
-    """Whether this process's storage path makes copy-on-write clones (the compiled one)."""
-    from accel_neuron.emulator import storage
+    """Whether this process makes copy-on-write clones (the C++ core is loaded, either per-op path)."""
+    from accel_neuron.emulator import native
 
-    return storage.active().name == "native"
+    return native.load()
 
 
 def _pair(dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
@@ -116,7 +116,7 @@ def test_memory_statistics_count_the_copy_once_and_the_free_once() -> None:
     made = _counts()
     assert made == (base[0] + 1024, base[1] + 1)
     clone = t._lazy_clone()
-    lazy = 2 if not _copy_on_write() else 1  # the Python path copies at once
+    lazy = 2 if not _copy_on_write() else 1  # without the C++ core: a copy at once
     assert _counts() == (base[0] + lazy * 1024, base[1] + lazy)
     clone.add_(1)  # materialized: the copy is an allocation
     assert _counts() == (base[0] + 2048, base[1] + 2)

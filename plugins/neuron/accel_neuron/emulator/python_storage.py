@@ -102,8 +102,8 @@ def resize_storage(st: torch.UntypedStorage, nbytes: int) -> None:
     if nbytes == old_n:
         return
     index = st.device.index or 0
+    old_ptr = st.data_ptr()  # first: a copy-on-write storage gets memory of its own (python_cow.py)
     old_cpu = st._emu_cpu if hasattr(st, "_emu_cpu") else _adopt(st)
-    old_ptr = st.data_ptr()
     track = getattr(st, "_emu_track", None)
     held = None
     if old_n:
@@ -331,20 +331,24 @@ def storage_slice(st: torch.UntypedStorage, start: int, nbytes: int) -> torch.Un
     Like the allocation it slices, the slice's memory is held by its CPU alias (which keeps the
     owner of the memory alive); the slice also keeps `st` alive, as PyTorch's storage slice does.
     """
+    ptr = st.data_ptr()  # first: the slice may be written, so a copy-on-write `st` gets memory of its own
     parent_cpu = st._emu_cpu if hasattr(st, "_emu_cpu") else _adopt(st)
-    sliced = _new_storage_over(
-        parent_cpu, st.data_ptr() + start, nbytes, st.device.index or 0, allocation=False
-    )
+    sliced = _new_storage_over(parent_cpu, ptr + start, nbytes, st.device.index or 0, allocation=False)
     sliced._emu_parent = st
     return sliced
 
 
 def lazy_clone(t: torch.Tensor) -> torch.Tensor:
-    """``Tensor._lazy_clone``: an eager copy of the whole storage, same geometry (not copy-on-write).
+    """``Tensor._lazy_clone``: c10 copy-on-write (:mod:`.python_cow`, with the C++ core), else :func:`copy_at_once`."""
+    from . import python_cow  # it builds on this module
 
-    c10's copy-on-write wraps a DataPtr's context, and this path's storages hold their memory in
-    Python (``_emu_cpu``), which a c10 materializer cannot re-point: the clone copies now, and
-    ``torch._C._is_cow_tensor`` is False here (the compiled path's storages are copy-on-write).
+    return python_cow.lazy_clone(t)
+
+
+def copy_at_once(t: torch.Tensor) -> torch.Tensor:
+    """``Tensor._lazy_clone`` without the C++ core: a copy of the whole storage now, same geometry.
+
+    Only the core can make a c10 copy-on-write DataPtr; ``torch._C._is_cow_tensor`` is False then.
     """
     memory = fresh_cpu_view(t).untyped_storage().clone()  # the whole storage, as the CPU's clone keeps it
     copy = _cpu_empty(0, dtype=t.dtype).set_(memory, t.storage_offset(), t.size(), t.stride())

@@ -249,7 +249,8 @@ c10::intrusive_ptr<c10::StorageImpl> neuron_storage_for(const c10::Storage& cpu,
         found = it->second.storage.lock();
       }
     }
-    if (found && found->nbytes() >= nbytes) {
+    // (the storage's memory still: a copy-on-write storage that was given its own has left `ptr`)
+    if (found && found->nbytes() >= nbytes && found->data_ptr().get() == ptr) {
       *index = found->device().index();
       return found;
     }

@@ -134,6 +134,9 @@ void forget_cow_context(const void* cow_context, const NeuronMemory* mem);
 // Tensor._lazy_clone of neuron tensor `t`: a tensor over a new storage sharing t's memory, both storages
 // c10 copy-on-write (torch._C._is_cow_tensor), each given memory of its own by its first write.
 at::Tensor lazy_clone(const at::Tensor& t);
+// The same for a storage of the Python per-op path (memory held in Python, no DataPtr context): its
+// materializer calls python_cow.py's ops accel_neuron_emu::python_check_room and python_own_memory.
+at::Tensor python_lazy_clone(const at::Tensor& t);
 
 // The NeuronMemory of neuron storage `st` (shared by copy-on-write storages), or null when the emulator
 // did not make it.

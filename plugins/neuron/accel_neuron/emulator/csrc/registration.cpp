@@ -50,6 +50,9 @@ TORCH_LIBRARY(accel_neuron_emu, m) {
   m.def("resize_storage(Tensor t, int nbytes) -> ()", &accel_neuron_emu::resize_storage);
   m.def("storage_slice(Tensor t, int start, int nbytes) -> Tensor", &accel_neuron_emu::storage_slice);
   m.def("lazy_clone(Tensor t) -> Tensor", &accel_neuron_emu::lazy_clone);
+  m.def("python_lazy_clone(Tensor t) -> Tensor", &accel_neuron_emu::python_lazy_clone);
+  m.def("python_check_room(Tensor holder) -> int");  // python_cow.py implements these two
+  m.def("python_own_memory(Tensor holder) -> int");
 }
 
 // The helpers see tensors as they are: lazy conjugation / negation bits travel with the views
@@ -61,6 +64,7 @@ TORCH_LIBRARY(accel_neuron_emu, m) {
     m.impl("resize_storage", torch::CppFunction::makeFallthrough());          \
     m.impl("storage_slice", torch::CppFunction::makeFallthrough());           \
     m.impl("lazy_clone", torch::CppFunction::makeFallthrough());              \
+    m.impl("python_lazy_clone", torch::CppFunction::makeFallthrough());       \
   }
 ACCEL_NEURON_EMU_FALLTHROUGH(Conjugate)
 ACCEL_NEURON_EMU_FALLTHROUGH(Negative)
