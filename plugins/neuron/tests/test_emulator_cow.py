@@ -193,3 +193,35 @@ def test_a_lazy_clone_keeps_geometry_and_gradients_and_resizes_apart() -> None:
     assert x.grad.cpu().tolist() == [2.0, 2.0, 2.0]
     empty = torch.empty(0, device="neuron")._lazy_clone()
     assert empty.shape == (0,) and empty.device.type == "neuron"
+
+
+def test_swapping_a_copy_on_write_storages_memory_takes_its_own_copy_along() -> None:
+    base = _counts()[0]
+    t, clone = _pair()
+    other = torch.full((2, 2), 7.0, device="neuron")
+    t.untyped_storage()._swap_data_ptr_(other.untyped_storage())  # c10 materializes both first
+    assert not _cow(t) and _cow(clone) == _copy_on_write()
+    assert t.cpu().tolist() == [[7.0, 7.0], [7.0, 7.0]] and other.cpu().tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    assert clone.cpu().tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    del t, other
+    clone.add_(1)
+    assert clone.cpu().tolist() == [[1.0, 2.0], [3.0, 4.0]] and _counts()[0] == base + 16
+    del clone
+    assert _counts()[0] == base
+
+
+def test_swapping_the_last_reference_moves_the_shared_memorys_count_with_it() -> None:
+    base = _counts()[0]
+    t, clone = _pair()
+    t.add_(1)  # the clone is the last reference to the shared memory now
+    other = torch.full((2, 2), 7.0, device="neuron")
+    # the clone takes the shared memory back (c10 materializes first), then the two swap
+    clone.untyped_storage()._swap_data_ptr_(other.untyped_storage())
+    assert clone.cpu().tolist() == [[7.0, 7.0], [7.0, 7.0]]
+    assert other.cpu().tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    del clone
+    assert _counts()[0] == base + 32  # t's and other's memory
+    del other
+    assert _counts()[0] == base + 16
+    del t
+    assert _counts()[0] == base

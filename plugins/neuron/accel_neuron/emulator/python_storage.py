@@ -134,7 +134,8 @@ def resize_storage(st: torch.UntypedStorage, nbytes: int) -> None:
     del held
 
 
-_MEMORY_ATTRS = ("_emu_cpu", "_emu_views", "_emu_parent")  # what keeps (and views) a storage's memory
+#: What keeps (and views) a storage's memory; ``_emu_shared``: the copy-on-write group it counts in (python_cow.py).
+_MEMORY_ATTRS = ("_emu_cpu", "_emu_views", "_emu_parent", "_emu_shared")
 
 
 def _hold(st: torch.UntypedStorage, track: tuple | None, alloc: list | None) -> None:
