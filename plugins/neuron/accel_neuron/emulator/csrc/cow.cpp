@@ -17,6 +17,7 @@
 #include "emulator.h"
 
 #include <c10/core/impl/COW.h>
+#include <c10/core/impl/COWDeleter.h>
 #include <c10/util/ParallelGuard.h>
 
 #include <cstring>
@@ -159,6 +160,10 @@ NeuronMemory* cow_memory_of(const void* cow_context) {
   std::lock_guard<std::mutex> lock(cow_mutex);
   auto it = held_by.find(cow_context);
   return it == held_by.end() ? nullptr : it->second;
+}
+
+NeuronMemory* shared_memory_of(const c10::DataPtr& dp) {
+  return dp.get_deleter() == &cow::cow_deleter ? cow_memory_of(dp.get_context()) : nullptr;
 }
 
 void forget_cow_context(const void* cow_context, const NeuronMemory* mem) {

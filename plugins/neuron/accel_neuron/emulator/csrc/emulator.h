@@ -25,7 +25,6 @@
 #include <c10/core/InferenceMode.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/core/TensorImpl.h>
-#include <c10/core/impl/COWDeleter.h>
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
 
@@ -129,6 +128,9 @@ void delete_memory(void* ctx);
 // The NeuronMemory that c10 copy-on-write context `cow_context` holds, or null when the emulator did not
 // make that context (cow.cpp keeps the pairs: c10's context does not show what it holds).
 NeuronMemory* cow_memory_of(const void* cow_context);
+// memory_of() for a DataPtr that is not a plain neuron one: the NeuronMemory a copy-on-write one shares,
+// else null (out of line: the common case stays one comparison).
+NeuronMemory* shared_memory_of(const c10::DataPtr& dp);
 // `mem` is no longer held by `cow_context` (freed, or its last reference took it back).
 void forget_cow_context(const void* cow_context, const NeuronMemory* mem);
 // Tensor._lazy_clone of neuron tensor `t`: a tensor over a new storage sharing t's memory, both storages
@@ -142,8 +144,8 @@ at::Tensor python_lazy_clone(const at::Tensor& t);
 // did not make it.
 inline NeuronMemory* memory_of(const c10::StorageImpl* st) {
   const c10::DataPtr& dp = st->data_ptr();
-  if (dp.get_deleter() == &delete_memory) return static_cast<NeuronMemory*>(dp.get_context());
-  return dp.get_deleter() == &c10::impl::cow::cow_deleter ? cow_memory_of(dp.get_context()) : nullptr;
+  if (C10_LIKELY(dp.get_deleter() == &delete_memory)) return static_cast<NeuronMemory*>(dp.get_context());
+  return shared_memory_of(dp);
 }
 
 // Room for `nbytes` more on device `index`, or c10::OutOfMemoryError (counted in num_ooms) before anything changes.
