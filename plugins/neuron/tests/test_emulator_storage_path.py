@@ -20,6 +20,7 @@ _PATH_FUNCTIONS = (
     "resize_storage",
     "storage_slice",
     "swap_data_ptr",
+    "lazy_clone",
 )
 
 

@@ -222,9 +222,9 @@ def test_resize_fills_new_memory_as_the_cpu_does_under_deterministic_fill(dtype,
 def test_a_lazy_clone_is_a_copy_the_original_does_not_share():
     # Tensor._lazy_clone is a copy-on-write clone on the CPU. Run on a CPU view, its new storage's
     # memory was the neuron storage's own and was mapped back onto the original neuron storage: on
-    # the compiled path a write to the clone changed the original (and the reverse). PyTorch's
-    # test_torch test_lazy_clone* (48 cases) meet this; they also check the COW internals, which the
-    # emulator does not reproduce (the copy is eager: torch._C._is_cow_tensor is False on neuron).
+    # the compiled path a write to the clone changed the original (and the reverse). Now the clone
+    # is c10 copy-on-write on the compiled path (a copy at once on the Python one), and taking a
+    # storage's data_ptr() gives it memory of its own, as on the CPU (test_emulator_cow.py).
     for first, second in ((0, 1), (1, 0)):
         base = torch.arange(12.0).reshape(3, 4).t()[1:]  # not contiguous, storage offset 1
         t = torch.arange(12.0, device="neuron").reshape(3, 4).t()[1:]

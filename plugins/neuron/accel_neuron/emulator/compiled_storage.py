@@ -23,6 +23,7 @@ def path() -> StoragePath:
     native_cpu_view = ops.cpu_view.default._op
     native_resize = ops.resize_storage.default._op
     native_slice = ops.storage_slice.default._op
+    native_lazy_clone = ops.lazy_clone.default._op  # c10 copy-on-write (csrc/cow.cpp)
 
     def neuron_storage_for(cpu_storage: torch.UntypedStorage, index: int = 0) -> torch.UntypedStorage:
         """The neuron storage over the memory of `cpu_storage` (C++ core)."""
@@ -53,4 +54,5 @@ def path() -> StoragePath:
         storage_slice=storage_slice,
         # the core reads a storage's memory through its data pointer alone: PyTorch's swap is complete
         swap_data_ptr=torch._C.StorageBase._swap_data_ptr_,
+        lazy_clone=native_lazy_clone,
     )

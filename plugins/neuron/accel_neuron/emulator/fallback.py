@@ -38,6 +38,7 @@ from .layout_refusals import quantized_limit, sparse_limit
 from .op_info import OpInfo, info_for
 from .op_info import infos as _infos
 from .written_args import arg as _arg
+from .written_args import materialize as _materialize
 from .written_args import resync as _resync
 from .written_args import run_out as _run_out
 
@@ -154,6 +155,8 @@ def _convert_one(info: OpInfo, value: Any, where: Any, view: Any, state: list) -
 def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
     """Run `op` with the CPU kernel on CPU views of its neuron arguments."""
     view = info.view  # the storage path's CPU view (a fresh one when a written argument may be re-pointed)
+    if info.write_pos:
+        _materialize(info, args, kwargs)  # copy-on-write written arguments get their own memory first
     index = -1  # device index of the neuron arguments (-1: none seen yet)
     bad = None  # position of the first argument on another device
     cargs = list(args)

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from . import fallback, routing, storage
+from . import fallback, routing, storage, written_args
 from .errors import refuses_to_grow
 from .op_info import info_for
 
@@ -96,21 +96,14 @@ def resize_(self: torch.Tensor, size: Any, memory_format: Any = None) -> torch.T
 
 
 def lazy_clone(self: torch.Tensor) -> torch.Tensor:
-    """``Tensor._lazy_clone`` on the neuron device: an eager copy of the whole storage, same geometry.
+    """``Tensor._lazy_clone`` on the neuron device: the storage path's (copy-on-write on the compiled one).
 
-    On the CPU it is a copy-on-write clone: a new storage over the same memory, both storages
-    copying it on their first write (c10's COW). Run on a CPU view, that new storage's memory is
-    the neuron storage's own, so the result was mapped back onto the original neuron storage: on the
-    compiled path a write to the clone changed the original. c10's COW needs a data pointer whose
-    context is the data itself, which the emulator's (bookkeeping in the context) is not; the clone
-    copies the memory now instead of at the first write. The values and geometry are the CPU's
-    (lazy conjugate/negative bits never reach here: PyTorch resolves them before this kernel);
-    ``torch._C._is_cow_tensor`` is False on neuron.
+    PyTorch's composite kernel cannot make a neuron storage copy-on-write (c10 wants a DataPtr whose
+    context is its data, and the emulator's holds its bookkeeping), and the CPU's kernel run on a CPU
+    view would give a clone of the CPU alias, mapped back onto the original neuron storage.
     """
-    view = storage.active().fresh_cpu_view(self)
-    memory = view.untyped_storage().clone()  # the whole storage, as the CPU's clone keeps it
-    copy = torch.empty(0, dtype=self.dtype).set_(memory, self.storage_offset(), self.shape, self.stride())
-    return storage.active().to_neuron(copy, self.get_device())
+    written_args.note_copy_on_write()
+    return storage.active().lazy_clone(self)
 
 
 #: The device-agnostic views (routing.py): their CPU kernel runs on the neuron tensor itself.

@@ -46,6 +46,7 @@ _SOURCES = [
         "device_guard.cpp",
         "runtime.cpp",
         "allocator.cpp",
+        "cow.cpp",
         "device_allocator.cpp",
         "views.cpp",
         "plans.cpp",

@@ -102,8 +102,8 @@ def resize_storage(st: torch.UntypedStorage, nbytes: int) -> None:
     if nbytes == old_n:
         return
     index = st.device.index or 0
+    old_ptr = st.data_ptr()  # first: a copy-on-write storage gets memory of its own (python_cow.py)
     old_cpu = st._emu_cpu if hasattr(st, "_emu_cpu") else _adopt(st)
-    old_ptr = st.data_ptr()
     track = getattr(st, "_emu_track", None)
     held = None
     if old_n:
@@ -134,7 +134,8 @@ def resize_storage(st: torch.UntypedStorage, nbytes: int) -> None:
     del held
 
 
-_MEMORY_ATTRS = ("_emu_cpu", "_emu_views", "_emu_parent")  # what keeps (and views) a storage's memory
+#: What keeps (and views) a storage's memory; ``_emu_shared``: the copy-on-write group it counts in (python_cow.py).
+_MEMORY_ATTRS = ("_emu_cpu", "_emu_views", "_emu_parent", "_emu_shared")
 
 
 def _hold(st: torch.UntypedStorage, track: tuple | None, alloc: list | None) -> None:
@@ -331,12 +332,28 @@ def storage_slice(st: torch.UntypedStorage, start: int, nbytes: int) -> torch.Un
     Like the allocation it slices, the slice's memory is held by its CPU alias (which keeps the
     owner of the memory alive); the slice also keeps `st` alive, as PyTorch's storage slice does.
     """
+    ptr = st.data_ptr()  # first: the slice may be written, so a copy-on-write `st` gets memory of its own
     parent_cpu = st._emu_cpu if hasattr(st, "_emu_cpu") else _adopt(st)
-    sliced = _new_storage_over(
-        parent_cpu, st.data_ptr() + start, nbytes, st.device.index or 0, allocation=False
-    )
+    sliced = _new_storage_over(parent_cpu, ptr + start, nbytes, st.device.index or 0, allocation=False)
     sliced._emu_parent = st
     return sliced
+
+
+def lazy_clone(t: torch.Tensor) -> torch.Tensor:
+    """``Tensor._lazy_clone``: c10 copy-on-write (:mod:`.python_cow`, with the C++ core), else :func:`copy_at_once`."""
+    from . import python_cow  # it builds on this module
+
+    return python_cow.lazy_clone(t)
+
+
+def copy_at_once(t: torch.Tensor) -> torch.Tensor:
+    """``Tensor._lazy_clone`` without the C++ core: a copy of the whole storage now, same geometry.
+
+    Only the core can make a c10 copy-on-write DataPtr; ``torch._C._is_cow_tensor`` is False then.
+    """
+    memory = fresh_cpu_view(t).untyped_storage().clone()  # the whole storage, as the CPU's clone keeps it
+    copy = _cpu_empty(0, dtype=t.dtype).set_(memory, t.storage_offset(), t.size(), t.stride())
+    return to_neuron(copy, t.get_device())
 
 
 #: The Python storage path, for :func:`.storage.select`.
@@ -349,4 +366,5 @@ PATH = StoragePath(
     resize_storage=resize_storage,
     storage_slice=storage_slice,
     swap_data_ptr=swap_data_ptr,
+    lazy_clone=lazy_clone,
 )

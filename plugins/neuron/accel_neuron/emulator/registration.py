@@ -16,6 +16,7 @@ from . import (
     kernel_keys,
     memory,
     native,
+    python_cow,
     python_storage,
     rng,
     routing,
@@ -109,6 +110,8 @@ def register(count: int, source: str) -> None:
         kernel_keys.use_compiled_path()
         memory.use_native(native)
         device_module.read_first_use_from(native.device_used)
+    else:
+        python_cow.register()  # the materializer of copy-on-write storages calls back into Python
     key = kernel_keys.kernel_key()
 
     lib = torch.library.Library("_", "IMPL")

@@ -64,8 +64,12 @@ DEVICE_AGNOSTIC_VIEWS = (
 )
 
 #: Ops with a CompositeExplicitAutograd kernel that must keep decomposing on neuron: their
-#: decomposition calls other neuron kernels that do the right thing.
-KEEP_DECOMPOSITION = frozenset({"aten::resize_as_", "aten::resize_as_sparse_"})
+#: decomposition calls other neuron kernels that do the right thing (``_test_parallel_materialize``
+#: asks for the neuron tensor's own mutable data inside ``at::parallel_for``, where c10 forbids
+#: materializing a copy-on-write storage: run on a CPU view it would ask the view's instead).
+KEEP_DECOMPOSITION = frozenset(
+    {"aten::resize_as_", "aten::resize_as_sparse_", "aten::_test_parallel_materialize"}
+)
 
 
 def keeps_decomposition(name: str, inplace_view: bool) -> bool:

@@ -46,6 +46,8 @@ class StoragePath:
     it keeps `st` alive, as PyTorch's storage slice keeps the storage it slices).
     ``swap_data_ptr(a, b)``: ``UntypedStorage._swap_data_ptr_`` for neuron storages (the memory
     behind `a` and `b` changes places, and so does everything that reads or frees it).
+    ``lazy_clone(t)``: ``Tensor._lazy_clone`` of neuron tensor `t` (same geometry and values;
+    c10 copy-on-write where the path can make it, see each path).
     """
 
     name: str
@@ -56,6 +58,7 @@ class StoragePath:
     resize_storage: Callable[[torch.UntypedStorage, int], None]
     storage_slice: Callable[[torch.UntypedStorage, int, int], torch.UntypedStorage]
     swap_data_ptr: Callable[[torch.UntypedStorage, torch.UntypedStorage], None]
+    lazy_clone: Callable[[torch.Tensor], torch.Tensor]
 
 
 _active: StoragePath | None = None

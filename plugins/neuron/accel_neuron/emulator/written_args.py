@@ -17,6 +17,30 @@ if TYPE_CHECKING:
     from .op_info import OpInfo
 
 _Tensor = torch.Tensor
+_is_cow = torch._C._is_cow_tensor
+#: Whether any neuron tensor was lazily cloned (written arguments may be copy-on-write from then on).
+_copy_on_write_made = [False]
+
+
+def note_copy_on_write() -> None:
+    """A copy-on-write neuron tensor is being made (``_lazy_clone``): :func:`materialize` has work from now on."""
+    _copy_on_write_made[0] = True
+
+
+def materialize(info: OpInfo, args: tuple, kwargs: dict) -> None:
+    """Give each copy-on-write written argument memory of its own before its CPU view is made.
+
+    CPU kernels write through CPU views of neuron memory, which c10 does not see: asking for the
+    storage's mutable data (``UntypedStorage.data_ptr``) runs c10's materialization, as a CPU or
+    CUDA kernel's write does. Reads never do. Nothing to do before any ``_lazy_clone``.
+    """
+    if not _copy_on_write_made[0]:
+        return
+    for pos, name in zip(info.write_pos, info.write_names, strict=True):
+        value = arg(info, pos, name, args, kwargs)
+        for t in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(t, _Tensor) and not t.is_cpu and _is_cow(t):
+                t.untyped_storage().data_ptr()
 
 
 def arg(info: OpInfo, pos: int, name: str, args: tuple | list, kwargs: dict) -> Any:

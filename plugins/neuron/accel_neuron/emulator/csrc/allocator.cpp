@@ -178,7 +178,9 @@ c10::Storage alias_over(void* ptr, int64_t nbytes, const c10::Storage& owner) {
 // context is owned by a unique_ptr until the DataPtr takes it (nothing between the two can throw), and
 // is counted (its nbytes set) only in the same locked step that checks the capacity, so a refused or
 // failed allocation frees the context and leaves the statistics and the pointer map as they were.
-c10::DataPtr neuron_data_ptr(const c10::Storage& cpu, int index, c10::StorageImpl* for_storage, bool take_over) {
+// `check` false: the caller checked the room already (check_room) and this step must not fail.
+c10::DataPtr neuron_data_ptr(const c10::Storage& cpu, int index, c10::StorageImpl* for_storage, bool take_over,
+                             bool check = true) {
   const c10::Device device(kNeuron, static_cast<c10::DeviceIndex>(index));
   auto mem = std::make_unique<NeuronMemory>();
   void* ptr = const_cast<void*>(cpu.data_ptr().get());
@@ -200,7 +202,7 @@ c10::DataPtr neuron_data_ptr(const c10::Storage& cpu, int index, c10::StorageImp
     std::unique_lock<std::mutex> lock(stats_mutex);
     DeviceStats& s = stats_of(index);
     int64_t held = s[kAllocated];
-    if (held + nbytes > capacity.load(std::memory_order_relaxed)) {
+    if (check && held + nbytes > capacity.load(std::memory_order_relaxed)) {
       lock.unlock();
       TORCH_CHECK_WITH(OutOfMemoryError, false, oom_message(nbytes, index, held, nullptr));
     }
@@ -247,7 +249,8 @@ c10::intrusive_ptr<c10::StorageImpl> neuron_storage_for(const c10::Storage& cpu,
         found = it->second.storage.lock();
       }
     }
-    if (found && found->nbytes() >= nbytes) {
+    // (the storage's memory still: a copy-on-write storage that was given its own has left `ptr`)
+    if (found && found->nbytes() >= nbytes && found->data_ptr().get() == ptr) {
       *index = found->device().index();
       return found;
     }
@@ -261,6 +264,7 @@ NeuronMemory::~NeuronMemory() {
   if (c10::TensorImpl* spare = spare_view.exchange(nullptr)) {
     c10::raw::intrusive_ptr::decref(spare);
   }
+  if (cow_context != nullptr) forget_cow_context(cow_context, this);
   if (nbytes != 0) {
     std::lock_guard<std::mutex> lock(stats_mutex);
     auto it = by_ptr.find(ptr);
@@ -306,29 +310,48 @@ at::Tensor to_neuron(const at::Tensor& c, int64_t index) {
   return at::Tensor(std::move(impl));
 }
 
+void check_room(int64_t nbytes, int index) {
+  std::unique_lock<std::mutex> lock(stats_mutex);
+  int64_t held = stats_of(index)[kAllocated];
+  if (held + nbytes > capacity.load(std::memory_order_relaxed)) {
+    lock.unlock();
+    TORCH_CHECK_WITH(OutOfMemoryError, false, oom_message(nbytes, index, held, nullptr));
+  }
+}
+
+c10::Storage host_memory(int64_t nbytes, int index) {
+  try {
+    return c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+        c10::StorageImpl::use_byte_size_t(), nbytes, c10::GetCPUAllocator(), /*resizable=*/true));
+  } catch (const c10::Error& e) {
+    rethrow_as_oom(e, index);
+  }
+}
+
+c10::DataPtr adopt_host_memory(const c10::Storage& host, int index, c10::StorageImpl* for_storage, bool check) {
+  return neuron_data_ptr(host, index, for_storage, /*take_over=*/true, check);
+}
+
 void resize_storage(const at::Tensor& t, int64_t nbytes) {
   c10::StorageImpl* st = t.storage().unsafeGetStorageImpl();
   int64_t old_n = static_cast<int64_t>(st->nbytes());
   if (nbytes == old_n) return;
   int index = t.device().index() < 0 ? 0 : t.device().index();
-  c10::Storage fresh;
-  try {
-    fresh = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
-        c10::StorageImpl::use_byte_size_t(), nbytes, c10::GetCPUAllocator(), /*resizable=*/true));
-  } catch (const c10::Error& e) {
-    rethrow_as_oom(e, index);
-  }
+  c10::Storage fresh = host_memory(nbytes, index);
   int64_t keep = std::min(nbytes, old_n);
   if (keep > 0) {
-    std::memcpy(fresh.mutable_data(), st->data(), static_cast<size_t>(keep));
+    std::memcpy(fresh.mutable_data(), st->data(), static_cast<size_t>(keep));  // a read: copy-on-write data stays shared
   }
-  c10::DataPtr dp = neuron_data_ptr(fresh, index, st, /*take_over=*/true);
-  st->set_data_ptr_noswap(std::move(dp));  // the old DataPtr goes: counted as freed
+  c10::DataPtr dp = adopt_host_memory(fresh, index, st, /*check=*/true);
+  st->set_data_ptr_noswap(std::move(dp));  // the old DataPtr goes: counted as freed (copy-on-write: one reference less)
+  st->clear_materializer();  // the storage has memory of its own now
   st->set_nbytes(nbytes);
 }
 
 at::Tensor storage_slice(const at::Tensor& t, int64_t start, int64_t nbytes) {
   const c10::Storage& sliced = t.storage();
+  // The slice may be written: a copy-on-write storage gets memory of its own first, as the CPU's slice does.
+  sliced.unsafeGetStorageImpl()->mutable_data();
   NeuronMemory* parent = memory_of(sliced.unsafeGetStorageImpl());
   TORCH_CHECK(parent != nullptr, "storage_slice: the neuron storage was not made by the neuron emulator");
   TORCH_CHECK(start >= 0 && nbytes >= 0 && start + nbytes <= static_cast<int64_t>(sliced.nbytes()),

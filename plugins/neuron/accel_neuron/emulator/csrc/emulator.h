@@ -5,6 +5,7 @@
 //                     count, stream ids, events (host-timed)
 //   runtime.cpp       the PrivateUse1 hooks: device generators, pinned host memory, device queries
 //   allocator.cpp     neuron storages (DataPtr context NeuronMemory), memory statistics, out-of-memory text
+//   cow.cpp           copy-on-write neuron storages (Tensor._lazy_clone) and their materialization
 //   device_allocator.cpp  the c10 device allocator of PrivateUse1: the statistics through c10's API
 //   views.cpp         CPU views of neuron tensors (lent to CPU kernels and given back per storage: inline here)
 //   plans.cpp         per-op plans: which calls the compiled path serves (routing.py's tables)
@@ -114,18 +115,46 @@ struct NeuronMemory {
   int index = 0;
   // A CPU tensor over `alias` that the last op gave back (owned: one reference), or null; see lend_view.
   std::atomic<c10::TensorImpl*> spare_view{nullptr};
+  // The c10 copy-on-write context that holds this memory for its lazy clones (cow.cpp), or null.
+  const void* cow_context = nullptr;
 
   ~NeuronMemory();
 };
 
 void delete_memory(void* ctx);
 
-// The NeuronMemory of neuron storage `st`, or null when the emulator did not make it.
+// ---- copy-on-write neuron storages (cow.cpp) ---------------------------------------------------
+
+// The NeuronMemory that c10 copy-on-write context `cow_context` holds, or null when the emulator did not
+// make that context (cow.cpp keeps the pairs: c10's context does not show what it holds).
+NeuronMemory* cow_memory_of(const void* cow_context);
+// memory_of() for a DataPtr that is not a plain neuron one: the NeuronMemory a copy-on-write one shares,
+// else null (out of line: the common case stays one comparison).
+NeuronMemory* shared_memory_of(const c10::DataPtr& dp);
+// `mem` is no longer held by `cow_context` (freed, or its last reference took it back).
+void forget_cow_context(const void* cow_context, const NeuronMemory* mem);
+// Tensor._lazy_clone of neuron tensor `t`: a tensor over a new storage sharing t's memory, both storages
+// c10 copy-on-write (torch._C._is_cow_tensor), each given memory of its own by its first write.
+at::Tensor lazy_clone(const at::Tensor& t);
+// The same for a storage of the Python per-op path (memory held in Python, no DataPtr context): its
+// materializer calls python_cow.py's ops accel_neuron_emu::python_check_room and python_own_memory.
+at::Tensor python_lazy_clone(const at::Tensor& t);
+
+// The NeuronMemory of neuron storage `st` (shared by copy-on-write storages), or null when the emulator
+// did not make it.
 inline NeuronMemory* memory_of(const c10::StorageImpl* st) {
   const c10::DataPtr& dp = st->data_ptr();
-  return dp.get_deleter() == &delete_memory ? static_cast<NeuronMemory*>(dp.get_context()) : nullptr;
+  if (C10_LIKELY(dp.get_deleter() == &delete_memory)) return static_cast<NeuronMemory*>(dp.get_context());
+  return shared_memory_of(dp);
 }
 
+// Room for `nbytes` more on device `index`, or c10::OutOfMemoryError (counted in num_ooms) before anything changes.
+void check_room(int64_t nbytes, int index);
+// `nbytes` of fresh host memory (a resizable CPU storage) for device `index`; a host failure is its OOM.
+c10::Storage host_memory(int64_t nbytes, int index);
+// A DataPtr of device `index` for storage `for_storage` over `host` (from host_memory; it becomes the neuron
+// memory itself), counted as allocated; `check` false: check_room passed already and this cannot fail.
+c10::DataPtr adopt_host_memory(const c10::Storage& host, int index, c10::StorageImpl* for_storage, bool check);
 // A neuron tensor over the memory of CPU tensor `c` (zero-copy, same geometry and dtype).
 at::Tensor to_neuron(const at::Tensor& c, int64_t index);
 // UntypedStorage.resize_ on the storage of neuron tensor `t`: new memory (old bytes kept), same storage.
@@ -231,6 +260,7 @@ struct Plan {
   size_t nargs = 0;
   std::vector<ArgKind> kinds;
   std::vector<bool> written;  // per argument: written by the op (in-place self): must be on the device
+  std::vector<bool> copy_into;  // per argument: a copy's destination (written, may be a CPU tensor)
   std::vector<int> ret_src;   // per return: the argument it returns (written alias), or -1
   std::vector<size_t> outs;   // the out= arguments (kwarg-only, written, one tensor each)
 };
@@ -251,13 +281,16 @@ extern std::atomic<int64_t> slow_calls;  // calls handed to the Python kernel (P
 // Checks one tensor argument and notes its device in `*index`. False: the call takes the Python path.
 // `cpu_ok`: a CPU tensor of any size belongs here (index lists, copies; else only 0-dim CPU tensors);
 // `mixed_ok`: so do other neuron devices (copies); `written`: the op writes it (out=, in-place self), so
-// it must be on the device (no 0-dim CPU exemption, as on CUDA).
+// it must be on the device (no 0-dim CPU exemption, as on CUDA), and a copy-on-write storage gets memory of
+// its own here, before any CPU view of it is lent (c10's mutable_data: CPU kernels write through the views).
 inline bool admit(const at::Tensor& t, bool cpu_ok, bool mixed_ok, bool written, int* index) {
   if (!t.defined()) return true;
   c10::DeviceType type = t.device().type();
   if (type == kNeuron) {
     if (t.layout() != c10::kStrided || t.is_conj() || t.is_neg()) return false;
-    if (memory_of(t.storage().unsafeGetStorageImpl()) == nullptr) return false;
+    c10::StorageImpl* st = t.storage().unsafeGetStorageImpl();
+    if (written) st->mutable_data();
+    if (memory_of(st) == nullptr) return false;
     int j = t.device().index();
     if (*index < 0) {
       *index = j;
@@ -267,6 +300,12 @@ inline bool admit(const at::Tensor& t, bool cpu_ok, bool mixed_ok, bool written,
     return true;
   }
   return !written && type == c10::DeviceType::CPU && (cpu_ok || t.dim() == 0) && t.layout() == c10::kStrided;
+}
+
+// A copy's destination `t` (admitted with written false: it may be a CPU tensor): a neuron one that is
+// copy-on-write gets memory of its own before its CPU view is lent, as admit() does for written arguments.
+inline void own_memory_if_neuron(const at::Tensor& t) {
+  if (t.defined() && t.device().type() == kNeuron) t.storage().unsafeGetStorageImpl()->mutable_data();
 }
 
 // The argument the CPU kernel gets for `t`: a lent CPU view of a neuron tensor, anything else as is.

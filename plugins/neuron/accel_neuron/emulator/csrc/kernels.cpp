@@ -79,7 +79,10 @@ Checked check_args(const Plan& plan, const torch::jit::Stack& stack, size_t base
     const c10::IValue& a = stack[base + i];
     switch (plan.kinds[i]) {
       case ArgKind::kTensor:
-        if (a.isTensor()) c.fast = admit(a.toTensor(), copy, copy, plan.written[i], &c.index);
+        if (a.isTensor()) {
+          c.fast = admit(a.toTensor(), copy, copy, plan.written[i], &c.index);
+          if (c.fast && plan.copy_into[i]) own_memory_if_neuron(a.toTensor());
+        }
         break;
       case ArgKind::kTensorList:
         if (a.isTensorList()) {

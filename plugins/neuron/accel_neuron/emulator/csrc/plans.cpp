@@ -104,6 +104,7 @@ std::unique_ptr<Plan> make_plan(const c10::OperatorHandle& op) {
     }
     plan->kinds.push_back(kind);
     plan->written.push_back(alias != nullptr && alias->isWrite() && !plan->copy);
+    plan->copy_into.push_back(alias != nullptr && alias->isWrite() && plan->copy);
   }
   // random without a generator argument (randn, randint, native_dropout): the device's state swapped in
   plan->seeded = op.hasTag(at::Tag::nondeterministic_seeded) && !has_generator;

@@ -1,6 +1,6 @@
 // What the C++ core registers with PyTorch, and its extern "C" API for ctypes (native.py).
 //
-// Torch ops accel_neuron_emu::{to_neuron, cpu_view, resize_storage, storage_slice} (storage.py's
+// Torch ops accel_neuron_emu::{to_neuron, cpu_view, resize_storage, storage_slice, lazy_clone} (storage.py's
 // native mode); the compiled per-op path's kernels (kernels.cpp, typed_kernels.cpp, dropout.cpp),
 // registered when native.py enables them; and C functions: registration, memory statistics,
 // counters. The functions that can fail return 0, or -1 with the reason in
@@ -49,6 +49,10 @@ TORCH_LIBRARY(accel_neuron_emu, m) {
   m.def("cpu_view(Tensor t) -> Tensor", &accel_neuron_emu::cpu_view);
   m.def("resize_storage(Tensor t, int nbytes) -> ()", &accel_neuron_emu::resize_storage);
   m.def("storage_slice(Tensor t, int start, int nbytes) -> Tensor", &accel_neuron_emu::storage_slice);
+  m.def("lazy_clone(Tensor t) -> Tensor", &accel_neuron_emu::lazy_clone);
+  m.def("python_lazy_clone(Tensor t) -> Tensor", &accel_neuron_emu::python_lazy_clone);
+  m.def("python_check_room(Tensor holder) -> int");  // python_cow.py implements these two
+  m.def("python_own_memory(Tensor holder) -> int");
 }
 
 // The helpers see tensors as they are: lazy conjugation / negation bits travel with the views
@@ -59,6 +63,8 @@ TORCH_LIBRARY(accel_neuron_emu, m) {
     m.impl("cpu_view", torch::CppFunction::makeFallthrough());                \
     m.impl("resize_storage", torch::CppFunction::makeFallthrough());          \
     m.impl("storage_slice", torch::CppFunction::makeFallthrough());           \
+    m.impl("lazy_clone", torch::CppFunction::makeFallthrough());              \
+    m.impl("python_lazy_clone", torch::CppFunction::makeFallthrough());       \
   }
 ACCEL_NEURON_EMU_FALLTHROUGH(Conjugate)
 ACCEL_NEURON_EMU_FALLTHROUGH(Negative)
