@@ -355,3 +355,24 @@ def test_out_arguments_take_the_compiled_path_and_end_as_on_the_python_path(comp
     got, expected = _draws_here_and_on_the_python_path(OUTS, run_python, monkeypatch)
     assert got == expected
     assert got[1][:3] == [[2, 3], [3, 1], 2] and got[-3].startswith("Expected all tensors to be on the same device")
+
+
+def test_set_with_a_storage_and_deepcopy_take_the_compiled_path(compiled):
+    import copy
+
+    a = torch.randn(3, 4)
+    n = a.to("neuron")
+    fast, slow = compiled.path_counts()
+    dup = copy.deepcopy(n)  # storage clone and copy_, then set_: each set_ on the compiled path
+    whole = torch.empty(0, device="neuron").set_(n.untyped_storage())
+    assert compiled.path_counts()[1] == slow
+    assert dup.untyped_storage().data_ptr() != n.untyped_storage().data_ptr()
+    assert torch.equal(dup.cpu(), a) and torch.equal(whole.cpu(), a.reshape(-1))
+
+
+def test_set_with_a_storage_on_another_device_raises_the_python_kernels_error():
+    t = torch.empty(0, device="neuron")
+    with pytest.raises(RuntimeError, match="to a storage on device cpu. This is no longer allowed"):
+        t.set_(torch.UntypedStorage(16))
+    with pytest.raises(RuntimeError, match="to a storage on device cpu. This is no longer allowed"):
+        t.set_(torch.UntypedStorage(16), 0, (4,), (1,))

@@ -51,6 +51,7 @@ _SOURCES = [
         "plans.cpp",
         "kernels.cpp",
         "typed_kernels.cpp",
+        "storage_setters.cpp",
         "dropout.cpp",
         "registration.cpp",
     )
