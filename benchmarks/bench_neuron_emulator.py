@@ -14,13 +14,14 @@ block <= 1.05x; the main job's step (examples/train.py) <= 1.05x, timed in inter
 ``python benchmarks/bench_neuron_emulator.py [--ops-only] [--hot-path native|python] [--pairs N] [--json FILE]``.
 ``--test-ops`` times instead the calls PyTorch's device-generic test files make most between their
 ops (random inputs, host copies, scalar reads, small constructions, out=, in-place views, ``resize_``,
-``assert_close``; issue 35: suites' wall time on neuron <= 1.10x the CPU's), against the same call
+``assert_close``, ``copy.deepcopy``; issue 35: suites' wall time on neuron <= 1.10x the CPU's), against the same call
 on the CPU.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib.util
 import json
 import os
@@ -152,6 +153,7 @@ def _test_op_cases(device: str) -> dict[str, Callable[[], object]]:
         "x.t_() 4x4 (in-place view)": lambda: x.t_(),
         "empty(0).resize_(64) (grows)": lambda: torch.empty(0, device=device).resize_(64),
         "assert_close 64x64": lambda: torch.testing.assert_close(a, a),
+        "copy.deepcopy 4x4": lambda: copy.deepcopy(x),  # test_modules copies inputs and gradients
     }
 
 

@@ -373,3 +373,24 @@ def test_both_paths_catch_c10s_own_words_for_a_storage_that_cannot_grow():
     assert f'find("{C10_NOT_RESIZABLE}")' in kernels_cpp.read_text(encoding="utf-8"), (
         "csrc/kernels.cpp must_grow matches other words than errors.C10_NOT_RESIZABLE"
     )
+
+
+def test_set_with_a_storage_and_deepcopy_take_the_compiled_path(compiled):
+    import copy
+
+    a = torch.randn(3, 4)
+    n = a.to("neuron")
+    fast, slow = compiled.path_counts()
+    dup = copy.deepcopy(n)  # storage clone and copy_, then set_: each set_ on the compiled path
+    whole = torch.empty(0, device="neuron").set_(n.untyped_storage())
+    assert compiled.path_counts()[1] == slow
+    assert dup.untyped_storage().data_ptr() != n.untyped_storage().data_ptr()
+    assert torch.equal(dup.cpu(), a) and torch.equal(whole.cpu(), a.reshape(-1))
+
+
+def test_set_with_a_storage_on_another_device_raises_the_python_kernels_error():
+    t = torch.empty(0, device="neuron")
+    with pytest.raises(RuntimeError, match="to a storage on device cpu. This is no longer allowed"):
+        t.set_(torch.UntypedStorage(16))
+    with pytest.raises(RuntimeError, match="to a storage on device cpu. This is no longer allowed"):
+        t.set_(torch.UntypedStorage(16), 0, (4,), (1,))

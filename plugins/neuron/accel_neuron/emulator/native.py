@@ -52,6 +52,7 @@ _SOURCES = [
         "plans.cpp",
         "kernels.cpp",
         "typed_kernels.cpp",
+        "storage_setters.cpp",
         "dropout.cpp",
         "registration.cpp",
     )

@@ -124,8 +124,8 @@ def register(count: int, source: str) -> None:
 
     special = kernels.special_kernels()
     for name, fn in special.items():
-        # device-agnostic views: in native mode the compiled kernel runs their CPU kernel itself
-        aten.impl(name, fn, key if name in kernels.DEVICE_AGNOSTIC_VIEWS else "PrivateUse1")
+        # device-agnostic views and set_ with a storage: with the compiled path its own kernel comes first
+        aten.impl(name, fn, key if name in routing.COMPILED_OWN_KERNELS else "PrivateUse1")
     for qualname in _composite_ops_without_kernel():
         short = qualname.split("::", 1)[1]
         if short in special:
@@ -145,7 +145,7 @@ def register(count: int, source: str) -> None:
         # an op given a Python PrivateUse1 kernel after its generic one keeps it, as on the Python path
         explicit = sorted({n for n in kernel_keys.native_ops if not has(f"aten::{n}", "PrivateUse1")})
         python_only, copies, views = routing.compiled_path_tables()
-        native.enable_fast_path(python_only, copies, views, explicit + views)
+        native.enable_fast_path(python_only, copies, views, explicit + views + list(routing.STORAGE_SETTERS))
     _libs.extend(autocast_policy.register())
     limits.patch()
     compile.patch()

@@ -13,6 +13,8 @@ Routes:
   tensors by design, ops that re-point or resize a written argument);
 * ``COPY_OPS``: CPU and neuron tensors may meet (no device check);
 * ``DEVICE_AGNOSTIC_VIEWS``: the CPU kernel runs on the neuron tensor itself (no CPU view);
+* ``STORAGE_SETTERS``: ``set_`` with a storage on the tensor's device runs the CPU kernel on the
+  neuron tensor itself (the compiled path's own kernel; any other call: the Python kernel);
 * ``KEEP_DECOMPOSITION`` (and every in-place view, :func:`keeps_decomposition`): the
   CompositeExplicitAutograd kernel keeps decomposing on neuron.
 """
@@ -62,6 +64,14 @@ DEVICE_AGNOSTIC_VIEWS = (
     "view_as_real",
     "view_as_complex",
 )
+
+#: ``set_`` overloads with a storage argument: a Python kernel each (``kernels.py``); on the compiled
+#: path a C++ kernel (``csrc/storage_setters.cpp``) runs the CPU kernel on the neuron tensor when the
+#: storage is on its device, and hands every other call to the Python one.
+STORAGE_SETTERS = ("set_.source_Storage", "set_.source_Storage_storage_offset")
+
+#: Overloads whose Python kernel the compiled path puts under its own C++ kernel (on PrivateUse3).
+COMPILED_OWN_KERNELS = frozenset(DEVICE_AGNOSTIC_VIEWS + STORAGE_SETTERS)
 
 #: Ops with a CompositeExplicitAutograd kernel that must keep decomposing on neuron: their
 #: decomposition calls other neuron kernels that do the right thing (``_test_parallel_materialize``

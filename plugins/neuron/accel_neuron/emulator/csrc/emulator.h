@@ -11,6 +11,7 @@
 //   plans.cpp         per-op plans: which calls the compiled path serves (routing.py's tables)
 //   kernels.cpp       the boxed per-op kernel (the PrivateUse1 fallback) and the device-agnostic views
 //   typed_kernels.cpp the typed (unboxed) kernels of the ops a training step calls most
+//   storage_setters.cpp set_ with a neuron storage: the CPU kernel on the neuron tensor itself
 //   dropout.cpp       aten::dropout / dropout_ as the CPU decomposes them
 //   registration.cpp  TORCH_LIBRARY(accel_neuron_emu) and the extern "C" API loaded with ctypes (native.py)
 //
@@ -352,6 +353,10 @@ bool register_view_kernel(torch::Library& lib, const std::string& name);
 // Registers in `lib` the typed kernels whose op the boxed kernel serves now with a plan of the plain
 // fast kind (`listed`: overloads registered per op anyway, "add.Tensor"). Returns the overloads it took.
 std::vector<std::string> register_typed_kernels(torch::Library& lib, const std::vector<std::string>& listed);
+
+// Registers in `lib` the kernel of set_ overload `name` ("set_.source_Storage", storage_setters.cpp);
+// false when `name` is not one of them.
+bool register_storage_setter(torch::Library& lib, const std::string& name);
 
 // ---- dropout (dropout.cpp) -----------------------------------------------------------------------
 

@@ -23,6 +23,7 @@
 #include <ATen/ops/view_as_real_ops.h>
 #include <ATen/ops/view_ops.h>
 
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -208,8 +209,10 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     if (!generator.defined()) return slow(op, stack);
   }
 
-  std::optional<SwappedIn> swapped;  // random with no generator argument: the device's stream swapped in
-  if (plan.seeded && !swapped.emplace(out_index).ok()) return slow(op, stack);
+  // Random with no generator argument: the device's stream swapped in. On the heap: a SwappedIn holds
+  // two generator states (5 KB), which an optional on the stack zeroed on every call of every op.
+  std::unique_ptr<SwappedIn> swapped;
+  if (plan.seeded && !(swapped = std::make_unique<SwappedIn>(out_index))->ok()) return slow(op, stack);
 
   c10::SmallVector<c10::IValue, 8> orig(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
   LentViews lent;

@@ -93,6 +93,7 @@ int accel_neuron_emulator_enable_fast_path(
     for (const std::string& s : std::unordered_set<std::string>(listed.begin(), listed.end())) {
       if (std::find(typed.begin(), typed.end(), s) != typed.end()) continue;
       if (emu::is_view_route(s) && emu::register_view_kernel(*ops_lib, s)) continue;
+      if (emu::register_storage_setter(*ops_lib, s)) continue;
       ops_lib->impl(s.c_str(), torch::CppFunction::makeFromBoxedFunction<&emu::fast_kernel>());
     }
   });
