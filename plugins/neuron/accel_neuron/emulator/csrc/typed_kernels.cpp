@@ -116,12 +116,13 @@ inline std::decay_t<T> cpu_arg(const T& value, LentViews& /*lent*/) {
   return value;
 }
 
-inline at::Tensor wrap_result(at::Tensor&& t, int index) {
-  return as_neuron_result(t, index);
+inline at::Tensor wrap_result(at::Tensor&& t, int index, const LentViews& lent) {
+  return as_neuron_result(t, index, lent);
 }
 template <class... T>
-inline std::tuple<T...> wrap_result(std::tuple<T...>&& t, int index) {
-  return std::apply([index](auto&&... x) { return std::tuple<T...>(wrap_result(std::move(x), index)...); }, std::move(t));
+inline std::tuple<T...> wrap_result(std::tuple<T...>&& t, int index, const LentViews& lent) {
+  return std::apply([index, &lent](auto&&... x) { return std::tuple<T...>(wrap_result(std::move(x), index, lent)...); },
+                    std::move(t));
 }
 
 template <class Op, class Sig = typename Op::schema>
@@ -159,7 +160,7 @@ struct Unboxed<Op, R(First, Rest...)> {
           cpu = decltype(cpu)();  // drop our references to the views first
         },
         [&] {
-          if constexpr (!kInPlace) out = wrap_result(std::move(out), index);
+          if constexpr (!kInPlace) out = wrap_result(std::move(out), index, lent);
         });
     if (!served) return slow_path(std::forward<First>(first), std::forward<Rest>(rest)...);
     if constexpr (kInPlace) {
