@@ -14,7 +14,7 @@ block <= 1.05x; the main job's step (examples/train.py) <= 1.05x, timed in inter
 ``python benchmarks/bench_neuron_emulator.py [--ops-only] [--hot-path native|python] [--pairs N] [--json FILE]``.
 ``--test-ops`` times instead the calls PyTorch's device-generic test files make most between their
 ops (random inputs, host copies, scalar reads, small constructions, out=, in-place views, ``resize_``,
-``assert_close``, ``copy.deepcopy``; issue 35: suites' wall time on neuron <= 1.10x the CPU's), against the same call
+``assert_close``, ``copy.deepcopy``, ``isclose``, the device's RNG state round trip; issue 35: suites' wall time on neuron <= 1.10x the CPU's), against the same call
 on the CPU.
 """
 
@@ -137,6 +137,8 @@ def _test_op_cases(device: str) -> dict[str, Callable[[], object]]:
     c = torch.randn(64, 64)
     x = torch.randn(4, 4).to(device)
     out = torch.empty(4, 4).to(device)
+    y = (x + 1e-7).to(device)
+    v = torch.randn(16).to(device)
     return {
         "randn 64x64": lambda: torch.randn(64, 64, device=device),
         "randint(0, 10, (64,))": lambda: torch.randint(0, 10, (64,), device=device),
@@ -154,7 +156,20 @@ def _test_op_cases(device: str) -> dict[str, Callable[[], object]]:
         "empty(0).resize_(64) (grows)": lambda: torch.empty(0, device=device).resize_(64),
         "assert_close 64x64": lambda: torch.testing.assert_close(a, a),
         "copy.deepcopy 4x4": lambda: copy.deepcopy(x),  # test_modules copies inputs and gradients
+        "torch.isclose 4x4": lambda: torch.isclose(x, y),  # every assertEqual of a float tensor
+        "dot 16": lambda: torch.dot(v, v),  # nn.LinearCrossEntropyLoss's chunks (test_modules)
+        "x.neg_() 4x4": lambda: x.neg_(),
+        # freeze_rng_state saves and restores the device's generator (the CPU: its own, the direct call)
+        "get_rng_state + set_rng_state": _rng_round_trip(device),
     }
+
+
+def _rng_round_trip(device: str) -> Callable[[], None]:
+    """Save and restore the generator state of `device` (the CPU: the CPU default generator's)."""
+    if device == "cpu":
+        return lambda: torch.set_rng_state(torch.get_rng_state())
+    module = torch.get_device_module(device)
+    return lambda: module.set_rng_state(module.get_rng_state())
 
 
 WORKLOADS = (

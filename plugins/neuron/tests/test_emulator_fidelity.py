@@ -213,3 +213,34 @@ def test_chunked_linear_cross_entropy_accumulates_like_the_cpu_in_bfloat16() -> 
     cpu = F.linear_cross_entropy(x, w, y, options=opts)
     neuron = F.linear_cross_entropy(x.to("neuron"), w.to("neuron"), y.to("neuron"), options=opts)
     assert torch.equal(cpu, neuron.cpu())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.bool, torch.complex64])
+@pytest.mark.parametrize("equal_nan", [False, True])
+def test_isclose_is_the_cpus_composite_in_one_op(dtype: torch.dtype, equal_nan: bool) -> None:
+    """isclose (every assertEqual runs it) is served whole: the CPU's values, no gradient, one device op."""
+    from accel_neuron.emulator import native
+
+    torch.manual_seed(0)
+    a = (torch.randn(5, 7, dtype=torch.float64) * 3).to(dtype)
+    b = a.clone()
+    if dtype.is_floating_point or dtype.is_complex:
+        b = b + 1e-6 * torch.randn(5, 7).to(dtype)
+        a[0, 0], b[0, 0], a[1, 1], b[1, 2] = float("nan"), float("nan"), float("inf"), float("-inf")
+    elif dtype == torch.int64:
+        b[2] += 1
+    else:
+        b[2] = ~b[2]
+    kwargs = {"rtol": 1e-5, "atol": 1e-7, "equal_nan": equal_nan} if dtype != torch.bool else {"equal_nan": equal_nan}
+    expected = torch.isclose(a, b, **kwargs)
+    na, nb = a.to("neuron"), b.to("neuron")
+    if dtype.is_floating_point:
+        na.requires_grad_(True)
+    compiled = native.hot_path() == "native"
+    before = native.path_counts() if compiled else (0, 0)
+    got = torch.isclose(na, nb, **kwargs)
+    after = native.path_counts() if compiled else (0, 0)
+    assert got.device.type == "neuron" and got.dtype == torch.bool and not got.requires_grad
+    assert torch.equal(got.cpu(), expected)
+    if compiled:
+        assert sum(after) - sum(before) == 1  # one device op, not the composite's sixteen

@@ -122,6 +122,36 @@ def test_tensors_from_either_path_share_storages_and_memory_statistics(compiled)
     assert torch.neuron.memory_allocated() == base
 
 
+def test_results_over_a_storages_memory_get_that_storage_and_count_nothing(compiled):
+    # A kernel's fresh result is not in the C++ core's data-pointer map; a CPU tensor over its memory that
+    # left the C++ kernels (cpu_view: what the Python kernels and islands compute on) must still find it.
+    ops = torch.ops.accel_neuron_emu
+    gc.collect()
+    base = torch.neuron.memory_stats()
+    x = torch.arange(16.0, device="neuron") * 2  # a fresh result of the compiled kernel
+    allocated = torch.neuron.memory_allocated()
+    back = ops.to_neuron(ops.cpu_view(x)[4:], 0)  # a CPU view of x's memory, made a neuron tensor again
+    assert back.untyped_storage()._cdata == x.untyped_storage()._cdata
+    assert torch.neuron.memory_allocated() == allocated
+    # a copy-on-write clone outliving the storage its memory was made for: found as well, not counted again
+    clone = x._lazy_clone()
+    del x, back
+    gc.collect()
+    again = ops.to_neuron(ops.cpu_view(clone), 0)
+    assert again.untyped_storage()._cdata == clone.untyped_storage()._cdata
+    assert torch.neuron.memory_allocated() == allocated
+    assert torch.equal(again.cpu(), torch.arange(16.0) * 2)
+    del clone, again
+    for _ in range(20):  # fresh results, in-place results and views: every allocation freed once
+        y = (torch.ones(8, device="neuron") + 1).mul_(3)[2:5]
+    del y
+    gc.collect()
+    end = torch.neuron.memory_stats()
+    assert end["allocated_bytes.all.current"] == base["allocated_bytes.all.current"]
+    made = end["allocation.all.allocated"] - base["allocation.all.allocated"]
+    assert made == end["allocation.all.freed"] - base["allocation.all.freed"] and made >= 41
+
+
 def test_storage_resize_moves_memory_and_statistics(compiled):
     gc.collect()
     base = torch.neuron.memory_allocated()

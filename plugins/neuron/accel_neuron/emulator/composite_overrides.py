@@ -14,6 +14,12 @@ recurrent layers run as CPU autograd islands (:mod:`.cpu_islands`).
 ``_efficientzerotensor`` (the zero gradients autograd hands out, e.g. by
 ``sgn``'s backward) has only per-device kernels; on neuron it is a
 materialized zero tensor (values equal; ``_is_zerotensor()`` is False).
+
+A few non-differentiable composites that decompose into many small ops (:data:`WHOLE_ON_DEVICE`:
+``isclose``, 16 ops, which every ``assertEqual``/``assert_close`` of a float tensor runs) get the
+generic kernel too: the CPU's composite runs once on CPU views (the same sub-ops on the same values,
+so the same result) instead of each sub-op paying the device's per-op cost; their temporaries are
+host memory, not counted as device memory.
 """
 
 from __future__ import annotations
@@ -101,6 +107,12 @@ def _efficientzerotensor(
     return torch.zeros(size, dtype=dtype, layout=layout, device=device)
 
 
+#: Non-differentiable CompositeImplicitAutograd ops served whole by the generic kernel (the CPU's
+#: composite on CPU views). Only ops without a derivative: with a PrivateUse1 kernel their autograd key
+#: takes PyTorch's autograd fallback, which attaches nothing to non-differentiable (bool) outputs.
+WHOLE_ON_DEVICE = ("isclose",)
+
+
 def dedicated_cpu_kernel_ops() -> list[str]:
     """Ops with both a CompositeImplicitAutograd kernel and a CPU kernel, and none for neuron yet."""
     has = torch._C._dispatch_has_kernel_for_dispatch_key
@@ -124,7 +136,7 @@ def register(lib: torch.library.Library, compiled: bool = False) -> None:
         lib.impl("dropout_", _dropout_, "AutogradPrivateUse1")
     lib.impl("scaled_dot_product_attention", _sdpa, "AutogradPrivateUse1")
     lib.impl("_efficientzerotensor", _efficientzerotensor, "PrivateUse1")
-    for qualname in dedicated_cpu_kernel_ops():
+    for qualname in dedicated_cpu_kernel_ops() + [f"aten::{n}" for n in WHOLE_ON_DEVICE]:
         name = qualname.split("::", 1)[1]
         base, _, overload = name.partition(".")
         op = getattr(getattr(aten, base), overload or "default")

@@ -154,7 +154,7 @@ def set_state(state: torch.Tensor, index: int = 0) -> None:
     """Restore a state returned by :func:`get_state` (or by ``torch.get_rng_state()``)."""
     if not isinstance(state, torch.Tensor) or state.dtype != torch.uint8:
         raise TypeError(f"expected a torch.uint8 tensor from get_rng_state(), got {state!r:.80}")
-    generators[index].set_state(state.detach().cpu() if state.device.type != "cpu" else state)
+    generators[index].set_state(state if state.is_cpu else state.detach().cpu())  # is_cpu: no torch.device made
 
 
 @contextlib.contextmanager

@@ -8,8 +8,12 @@
 // from the CPU allocator) is taken over: made non-resizable, it is both; any other gets a separate
 // non-resizable alias. The context is freed with the DataPtr, which is when the allocation is counted
 // as freed; swapping or replacing a storage's DataPtr (resize) moves the bookkeeping with the memory.
-// A map from data pointer to (weak) neuron storage finds the neuron storage of a CPU result over
-// memory that already belongs to one (views, in-place results).
+// A CPU result over memory that already belongs to a neuron storage (a view, an in-place result) gets
+// that storage: the compiled kernels find it among the storages whose CPU views they lent for the call
+// (LentViews::storage_over); a map from data pointer to (weak) neuron storage finds the others. Only
+// memory whose CPU views leave the C++ kernels (the cpu_view op: Python's kernels and islands) or that
+// was made over a CPU storage others hold is in the map (NeuronMemory::mapped): a kernel's fresh result
+// pays no map entry (and its lock) at birth and death.
 //
 // Each device has a capacity (memory.py's emulate_memory): an allocation past it is refused with
 // c10::OutOfMemoryError in CUDA's words before anything is counted or kept.
@@ -145,6 +149,22 @@ struct MapEntry {
 };
 std::unordered_map<const void*, MapEntry> by_ptr;  // data pointer -> the neuron storage over it (stats_mutex)
 
+// Name `st` (its memory `mem` at `ptr`) in the map: the latest storage named for a pointer wins (the clone
+// of a copy-on-write pair that outlived the storage its memory was made for, a storage whose memory was
+// swapped in). Caller holds stats_mutex.
+void map_locked(const void* ptr, c10::StorageImpl* st, NeuronMemory* mem) {
+  MapEntry entry{c10::weak_intrusive_ptr<c10::StorageImpl>(
+                     c10::intrusive_ptr<c10::StorageImpl>::unsafe_reclaim_from_nonowning(st)),
+                 mem};
+  auto it = by_ptr.find(ptr);
+  if (it != by_ptr.end()) {
+    it->second = std::move(entry);
+  } else {
+    by_ptr.emplace(ptr, std::move(entry));
+  }
+  mem->mapped.store(true, std::memory_order_release);
+}
+
 // The CPU storage that really owns the memory of `cpu` (an alias hands out its owner).
 c10::Storage owner_of(const c10::Storage& cpu) {
   const c10::DataPtr& dp = cpu.data_ptr();
@@ -196,9 +216,6 @@ c10::DataPtr neuron_data_ptr(const c10::Storage& cpu, int index, c10::StorageImp
     mem->alias = alias_over(ptr, nbytes, mem->owner);
   }
   if (nbytes != 0) {
-    MapEntry entry{c10::weak_intrusive_ptr<c10::StorageImpl>(
-                       c10::intrusive_ptr<c10::StorageImpl>::unsafe_reclaim_from_nonowning(for_storage)),
-                   mem.get()};
     std::unique_lock<std::mutex> lock(stats_mutex);
     DeviceStats& s = stats_of(index);
     int64_t held = s[kAllocated];
@@ -206,12 +223,7 @@ c10::DataPtr neuron_data_ptr(const c10::Storage& cpu, int index, c10::StorageImp
       lock.unlock();
       TORCH_CHECK_WITH(OutOfMemoryError, false, oom_message(nbytes, index, held, nullptr));
     }
-    auto it = by_ptr.find(ptr);
-    if (it != by_ptr.end()) {
-      it->second = std::move(entry);
-    } else {
-      by_ptr.emplace(ptr, std::move(entry));
-    }
+    if (!take_over) map_locked(ptr, for_storage, mem.get());  // `cpu` is held elsewhere: its views may come back
     count_allocation_locked(s, nbytes);
     mem->nbytes = nbytes;
   }
@@ -232,9 +244,9 @@ c10::intrusive_ptr<c10::StorageImpl> new_storage_over(const c10::Storage& cpu, i
   return st;
 }
 
-// The neuron storage over the memory of CPU storage `cpu`: the existing one (its device wins), or
-// a new one on device `*index`.
-c10::intrusive_ptr<c10::StorageImpl> neuron_storage_for(const c10::Storage& cpu, int* index) {
+// The neuron storage over the memory of CPU storage `cpu`: the existing one (one `lent` lent views of, or
+// the map's; its device wins), or a new one on device `*index`.
+c10::intrusive_ptr<c10::StorageImpl> neuron_storage_for(const c10::Storage& cpu, int* index, const LentViews* lent) {
   const void* ptr = cpu.data_ptr().get();
   size_t nbytes = cpu.nbytes();
   if (is_fresh(cpu)) {
@@ -242,7 +254,9 @@ c10::intrusive_ptr<c10::StorageImpl> neuron_storage_for(const c10::Storage& cpu,
   }
   if (nbytes != 0 && ptr != nullptr) {
     c10::intrusive_ptr<c10::StorageImpl> found;
-    {
+    if (c10::StorageImpl* st = lent == nullptr ? nullptr : lent->storage_over(ptr, nbytes)) {
+      found = c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(st);
+    } else {
       std::lock_guard<std::mutex> lock(stats_mutex);
       auto it = by_ptr.find(ptr);
       if (it != by_ptr.end()) {
@@ -267,9 +281,11 @@ NeuronMemory::~NeuronMemory() {
   if (cow_context != nullptr) forget_cow_context(cow_context, this);
   if (nbytes != 0) {
     std::lock_guard<std::mutex> lock(stats_mutex);
-    auto it = by_ptr.find(ptr);
-    if (it != by_ptr.end() && it->second.memory == this) {
-      by_ptr.erase(it);
+    if (mapped.load(std::memory_order_relaxed)) {
+      auto it = by_ptr.find(ptr);
+      if (it != by_ptr.end() && it->second.memory == this) {
+        by_ptr.erase(it);
+      }
     }
     // counted (nbytes != 0) only after stats_of(index) accepted the index: find_stats finds it
     if (DeviceStats* s = find_stats(index)) count_free_locked(*s, nbytes);
@@ -296,14 +312,14 @@ void rethrow_as_oom(const c10::Error& e, int index) {
   TORCH_CHECK_WITH(OutOfMemoryError, false, oom_message(nbytes, index < 0 ? 0 : index, held, over ? nullptr : &reason));
 }
 
-at::Tensor to_neuron(const at::Tensor& c, int64_t index) {
+at::Tensor to_neuron(const at::Tensor& c, int64_t index, const LentViews* lent) {
   TORCH_CHECK_NOT_IMPLEMENTED(  // NotImplementedError: fallback.py turns it into the emulator's limit error
       c.layout() == c10::kStrided, "the neuron emulator holds dense (torch.strided) tensors only; got a ",
       c.layout(), " tensor (keep sparse tensors on the CPU, or call .to_dense() before moving them to neuron)");
   TORCH_CHECK_NOT_IMPLEMENTED(  // fallback.py names the op and TorchNeuron's table (quantized: N)
       !c.is_quantized(), "the neuron device holds no quantized tensors");
   int i = static_cast<int>(index);
-  auto st = neuron_storage_for(c.storage(), &i);
+  auto st = neuron_storage_for(c.storage(), &i, lent);
   auto impl = c10::make_intrusive<c10::TensorImpl>(
       c10::Storage(std::move(st)), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c.dtype());
   copy_geometry(impl.get(), c);
@@ -326,6 +342,12 @@ c10::Storage host_memory(int64_t nbytes, int index) {
   } catch (const c10::Error& e) {
     rethrow_as_oom(e, index);
   }
+}
+
+void map_memory(c10::StorageImpl* st, NeuronMemory* mem) {
+  if (mem->nbytes == 0) return;  // not counted (a storage slice): never in the map, as before
+  std::lock_guard<std::mutex> lock(stats_mutex);
+  map_locked(mem->ptr, st, mem);
 }
 
 c10::DataPtr adopt_host_memory(const c10::Storage& host, int index, c10::StorageImpl* for_storage, bool check) {

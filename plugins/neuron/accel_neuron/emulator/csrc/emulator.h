@@ -118,6 +118,9 @@ struct NeuronMemory {
   std::atomic<c10::TensorImpl*> spare_view{nullptr};
   // The c10 copy-on-write context that holds this memory for its lazy clones (cow.cpp), or null.
   const void* cow_context = nullptr;
+  // Whether the data-pointer map (allocator.cpp) names this memory: only once a CPU tensor over it has
+  // left the C++ kernels (the cpu_view op) or it was made over a CPU storage others hold.
+  std::atomic<bool> mapped{false};
 
   ~NeuronMemory();
 };
@@ -156,8 +159,14 @@ c10::Storage host_memory(int64_t nbytes, int index);
 // A DataPtr of device `index` for storage `for_storage` over `host` (from host_memory; it becomes the neuron
 // memory itself), counted as allocated; `check` false: check_room passed already and this cannot fail.
 c10::DataPtr adopt_host_memory(const c10::Storage& host, int index, c10::StorageImpl* for_storage, bool check);
-// A neuron tensor over the memory of CPU tensor `c` (zero-copy, same geometry and dtype).
-at::Tensor to_neuron(const at::Tensor& c, int64_t index);
+struct LentViews;
+// A neuron tensor over the memory of CPU tensor `c` (zero-copy, same geometry and dtype): over the neuron
+// storage that already holds that memory (one whose CPU views `lent` lent, or one the data-pointer map
+// names), else over a new one on device `index`.
+at::Tensor to_neuron(const at::Tensor& c, int64_t index, const LentViews* lent = nullptr);
+// Put the memory of neuron storage `st` in the data-pointer map (once): a CPU tensor over it leaves the
+// C++ kernels (the cpu_view op), so a later result over that memory must find `st` from its pointer.
+void map_memory(c10::StorageImpl* st, NeuronMemory* mem);
 // UntypedStorage.resize_ on the storage of neuron tensor `t`: new memory (old bytes kept), same storage.
 void resize_storage(const at::Tensor& t, int64_t nbytes);
 // UntypedStorage[start:start + nbytes] of the storage of neuron tensor `t`: a uint8 neuron tensor over a
@@ -232,7 +241,9 @@ inline void give_back(c10::StorageImpl* st, at::Tensor&& view) {
   }
 }
 
-// The CPU views lent for one call, given back when it returns.
+// The CPU views lent for one call, given back when it returns. The storages stay listed after: a CPU
+// result over their memory (a view the CPU kernel made of a lent view) belongs to them (storage_over), so
+// their memory needs no entry in the data-pointer map while its CPU views stay inside the C++ kernels.
 struct LentViews {
   c10::SmallVector<std::pair<c10::StorageImpl*, at::Tensor>, 8> lent;
 
@@ -243,8 +254,18 @@ struct LentViews {
   }
   // After a call that returned: the kernel's references are gone, so the views go back.
   void give_back_all() {
-    for (auto& [st, view] : lent) give_back(st, std::move(view));
-    lent.clear();
+    for (auto& [st, view] : lent) {
+      if (view.defined()) give_back(st, std::move(view));
+    }
+  }
+  // The lent neuron storage over the `nbytes` at `ptr` (as the data-pointer map would find it), or null.
+  // The call's neuron arguments hold the storages until it returns.
+  c10::StorageImpl* storage_over(const void* ptr, size_t nbytes) const {
+    for (const auto& entry : lent) {
+      c10::StorageImpl* st = entry.first;
+      if (st->data_ptr().get() == ptr && st->nbytes() >= nbytes) return st;
+    }
+    return nullptr;
   }
 };
 
@@ -316,9 +337,9 @@ inline at::Tensor view_if_neuron(const at::Tensor& t, LentViews& lent) {
 }
 
 // A result of the CPU kernel as the op's result on device `index`: a CPU tensor becomes a neuron tensor
-// over the same memory; anything else is returned as is.
-inline at::Tensor as_neuron_result(const at::Tensor& t, int index) {
-  if (t.defined() && t.device().type() == c10::DeviceType::CPU) return to_neuron(t, index);
+// over the same memory (a lent storage's, when it is theirs: `lent`); anything else is returned as is.
+inline at::Tensor as_neuron_result(const at::Tensor& t, int index, const LentViews& lent) {
+  if (t.defined() && t.device().type() == c10::DeviceType::CPU) return to_neuron(t, index, &lent);
   return t;
 }
 

@@ -40,14 +40,14 @@ void slow(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::PrivateUse3), stack);
 }
 
-// The boxed result `out` of the CPU kernel as the op's result on device `index`.
-c10::IValue wrap(c10::IValue&& out, int index) {
-  if (out.isTensor()) return as_neuron_result(out.toTensor(), index);
+// The boxed result `out` of the CPU kernel as the op's result on device `index` (`lent`: the call's views).
+c10::IValue wrap(c10::IValue&& out, int index, const LentViews& lent) {
+  if (out.isTensor()) return as_neuron_result(out.toTensor(), index, lent);
   if (out.isTensorList()) {
     c10::List<at::Tensor> in = out.toTensorList();
     c10::List<at::Tensor> res;
     res.reserve(in.size());
-    for (const at::Tensor& t : in) res.push_back(as_neuron_result(t, index));
+    for (const at::Tensor& t : in) res.push_back(as_neuron_result(t, index, lent));
     return res;
   }
   return std::move(out);
@@ -169,11 +169,11 @@ void to_cpu_args(const Plan& plan, torch::jit::Stack& stack, size_t base, LentVi
 
 // After an out= op: neuron tensor `n` follows its CPU view `v`, which the CPU kernel may have resized
 // in place (resize_output) or pointed at other memory (written_args._follow, the Python kernel's twin).
-void follow(const at::Tensor& n, const at::Tensor& v, int index) {
+void follow(const at::Tensor& n, const at::Tensor& v, int index, const LentViews& lent) {
   c10::TensorImpl* impl = n.unsafeGetTensorImpl();
   const NeuronMemory* mem = memory_of(n.storage().unsafeGetStorageImpl());
   if (mem == nullptr || v.storage().unsafeGetStorageImpl() != mem->alias.unsafeGetStorageImpl()) {
-    impl->set_storage_keep_dtype(to_neuron(v, index).storage());
+    impl->set_storage_keep_dtype(to_neuron(v, index, &lent).storage());
   } else if (v.sizes() == n.sizes() && v.strides() == n.strides() && v.storage_offset() == n.storage_offset()) {
     return;
   }
@@ -230,7 +230,7 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
         }
         if (swapped) swapped->restore();
         for (size_t k = 0; k < out_views.size(); ++k) {
-          if (out_views[k].defined()) follow(orig[plan.outs[k]].toTensor(), out_views[k], out_index);
+          if (out_views[k].defined()) follow(orig[plan.outs[k]].toTensor(), out_views[k], out_index, lent);
         }
         out_views.clear();
       },
@@ -243,7 +243,7 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
           if (src >= 0) {
             out = orig[static_cast<size_t>(src)];
           } else if (!c.to_cpu) {
-            out = wrap(std::move(out), out_index);
+            out = wrap(std::move(out), out_index, lent);
           }
         }
       });

@@ -45,7 +45,8 @@ int reporting(Body&& body) {
 }  // namespace
 
 TORCH_LIBRARY(accel_neuron_emu, m) {
-  m.def("to_neuron(Tensor cpu, int index) -> Tensor", &accel_neuron_emu::to_neuron);
+  m.def("to_neuron(Tensor cpu, int index) -> Tensor",
+        [](const at::Tensor& cpu, int64_t index) { return accel_neuron_emu::to_neuron(cpu, index); });
   m.def("cpu_view(Tensor t) -> Tensor", &accel_neuron_emu::cpu_view);
   m.def("resize_storage(Tensor t, int nbytes) -> ()", &accel_neuron_emu::resize_storage);
   m.def("storage_slice(Tensor t, int start, int nbytes) -> Tensor", &accel_neuron_emu::storage_slice);

@@ -28,6 +28,7 @@
 #include <ATen/ops/clamp_ops.h>
 #include <ATen/ops/clone_ops.h>
 #include <ATen/ops/div_ops.h>
+#include <ATen/ops/dot_ops.h>
 #include <ATen/ops/embedding_dense_backward_ops.h>
 #include <ATen/ops/eq_ops.h>
 #include <ATen/ops/exp_ops.h>
@@ -37,9 +38,12 @@
 #include <ATen/ops/gelu_backward_ops.h>
 #include <ATen/ops/gelu_ops.h>
 #include <ATen/ops/gt_ops.h>
+#include <ATen/ops/index_add_ops.h>
 #include <ATen/ops/index_select_ops.h>
+#include <ATen/ops/isclose_ops.h>
 #include <ATen/ops/isnan_ops.h>
 #include <ATen/ops/le_ops.h>
+#include <ATen/ops/log_ops.h>
 #include <ATen/ops/logical_and_ops.h>
 #include <ATen/ops/logical_not_ops.h>
 #include <ATen/ops/lt_ops.h>
@@ -55,6 +59,8 @@
 #include <ATen/ops/native_layer_norm_ops.h>
 #include <ATen/ops/ne_ops.h>
 #include <ATen/ops/neg_ops.h>
+#include <ATen/ops/nll_loss2d_backward_ops.h>
+#include <ATen/ops/nll_loss2d_forward_ops.h>
 #include <ATen/ops/nll_loss_backward_ops.h>
 #include <ATen/ops/nll_loss_forward_ops.h>
 #include <ATen/ops/pow_ops.h>
@@ -110,12 +116,13 @@ inline std::decay_t<T> cpu_arg(const T& value, LentViews& /*lent*/) {
   return value;
 }
 
-inline at::Tensor wrap_result(at::Tensor&& t, int index) {
-  return as_neuron_result(t, index);
+inline at::Tensor wrap_result(at::Tensor&& t, int index, const LentViews& lent) {
+  return as_neuron_result(t, index, lent);
 }
 template <class... T>
-inline std::tuple<T...> wrap_result(std::tuple<T...>&& t, int index) {
-  return std::apply([index](auto&&... x) { return std::tuple<T...>(wrap_result(std::move(x), index)...); }, std::move(t));
+inline std::tuple<T...> wrap_result(std::tuple<T...>&& t, int index, const LentViews& lent) {
+  return std::apply([index, &lent](auto&&... x) { return std::tuple<T...>(wrap_result(std::move(x), index, lent)...); },
+                    std::move(t));
 }
 
 template <class Op, class Sig = typename Op::schema>
@@ -153,7 +160,7 @@ struct Unboxed<Op, R(First, Rest...)> {
           cpu = decltype(cpu)();  // drop our references to the views first
         },
         [&] {
-          if constexpr (!kInPlace) out = wrap_result(std::move(out), index);
+          if constexpr (!kInPlace) out = wrap_result(std::move(out), index, lent);
         });
     if (!served) return slow_path(std::forward<First>(first), std::forward<Rest>(rest)...);
     if constexpr (kInPlace) {
@@ -198,7 +205,12 @@ const std::vector<UnboxedEntry>& unboxed_ops() {
       o::abs, o::eq_Tensor, o::eq_Scalar, o::ne_Tensor, o::ne_Scalar, o::le_Tensor, o::le_Scalar, o::lt_Tensor,
       o::lt_Scalar, o::ge_Tensor, o::ge_Scalar, o::gt_Tensor, o::gt_Scalar, o::isnan, o::bitwise_and_Tensor,
       o::bitwise_and__Tensor, o::bitwise_or_Tensor, o::bitwise_or__Tensor, o::logical_and, o::logical_not, o::all,
-      o::any, o::zero_, o::fill__Scalar, o::clamp, o::maximum, o::minimum, o::sub__Tensor, o::add__Scalar>();
+      o::any, o::zero_, o::fill__Scalar, o::clamp, o::maximum, o::minimum, o::sub__Tensor, o::add__Scalar,
+      // what PyTorch's test_modules runs most through the boxed kernel (nn.LinearCrossEntropyLoss's chunks)
+      o::dot, o::exp_, o::log_, o::neg_, o::index_add_, o::addmm_, o::masked_fill__Scalar, o::nll_loss2d_forward,
+      o::nll_loss2d_backward,
+      // composite_overrides.WHOLE_ON_DEVICE: served whole (the CPU's composite once, on CPU views)
+      o::isclose>();
   return table;
 }
 

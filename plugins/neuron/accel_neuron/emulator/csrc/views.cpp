@@ -30,7 +30,7 @@ c10::DispatchKeySet plain_view_keys() {
 
 at::Tensor cpu_view(const at::Tensor& t) {
   TORCH_CHECK(t.device().type() == kNeuron, "cpu_view expects a neuron tensor, got one on ", t.device());
-  const NeuronMemory* mem = memory_of(t.storage().unsafeGetStorageImpl());
+  NeuronMemory* mem = memory_of(t.storage().unsafeGetStorageImpl());
   if (mem == nullptr) {
     TORCH_CHECK(
         t.storage().nbytes() == 0,
@@ -43,6 +43,9 @@ at::Tensor cpu_view(const at::Tensor& t) {
     impl->set_sizes_and_strides(t.sym_sizes(), t.sym_strides(), t.sym_storage_offset());
     return at::Tensor(std::move(impl));
   }
+  // This view leaves the C++ kernels (Python's kernels and islands compute on it): a result over its memory
+  // must find this storage from its data pointer.
+  map_memory(t.storage().unsafeGetStorageImpl(), mem);
   return cpu_view_of(t, mem);
 }
 
