@@ -10,7 +10,8 @@
     accel.destroy_distributed()
 
 Modules: :mod:`.env` (which launcher, which ranks), :mod:`.slurm` (SLURM's host-list
-syntax), :mod:`.init` (joining and leaving the process group), :mod:`.ddp` (what DDP takes as ``device_ids``). See ``docs/distributed.md``.
+syntax), :mod:`.init` (joining and leaving the process group), :mod:`.teardown` (every rank
+done before any destroys the group), :mod:`.ddp` (what DDP takes as ``device_ids``). See ``docs/distributed.md``.
 """
 
 from __future__ import annotations

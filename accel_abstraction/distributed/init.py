@@ -22,16 +22,16 @@ with the same steps, asked of the selected backend object instead of named in th
 The launchers and the collectives are PyTorch's own (torchrun, c10d); nothing here
 launches processes or moves tensors.
 
-Why one module of ~410 lines: it is the life cycle of one process group (join, read back,
+Why one module of ~400 lines: it is the life cycle of one process group (join, read back,
 leave), whose steps share the module's record of the group and its lock; the launcher's
-environment (:mod:`.env`) and SLURM (:mod:`.slurm`) are already apart.
+environment (:mod:`.env`), SLURM (:mod:`.slurm`) and the teardown's wait (:mod:`.teardown`) are
+already apart.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-import warnings
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -42,6 +42,7 @@ import torch.distributed as dist
 from ..errors import AccelError, ConfigError, headline
 from ..sections import DIST, DistConfig
 from .env import LaunchEnv, detect
+from .teardown import settle_before_destroy
 
 if TYPE_CHECKING:
     from ..interface import Backend
@@ -358,63 +359,15 @@ def destroy_distributed() -> None:
     """Leave and destroy the default process group (if any) and forget :func:`init_distributed`'s result.
 
     A no-op in a single process. Call it at the end of training on every rank. It first
-    waits (up to the configured timeout) until every rank has reached it, then destroys
-    the group: a rank that tears down its gloo connections while a peer is still in its
-    last collective can make that peer abort with ``terminate called without an active
-    exception`` (seen in 3 of 64 two-rank runs of plain ``destroy_process_group`` on torch
-    2.13). A collective barrier alone still let it happen on a loaded machine (a rank can
-    leave the barrier before its peers have received their last message), so the ranks
-    then also meet through the rendezvous store, which is not a gloo connection: nobody
-    destroys the group before every rank has finished the barrier. When either fails (a
-    peer has already exited), the group is destroyed anyway and a warning says so.
+    waits (up to the configured timeout) until every rank has reached it
+    (:func:`settle_before_destroy`), then destroys the group.
     """
     global _info, _settings
     with _lock:
         if dist.is_available() and dist.is_initialized():
-            if _barrier_before_destroy():
-                _meet_in_store_before_destroy()
+            settle_before_destroy("destroy_distributed", _settings.timeout if _settings is not None else None)
             dist.destroy_process_group()
         _info = _settings = None
-
-
-def _barrier_before_destroy() -> bool:
-    timeout = _settings.timeout if _settings is not None else None
-    try:
-        if timeout is None:
-            dist.barrier()
-        else:
-            dist.barrier(timeout=timedelta(seconds=timeout))
-    except (RuntimeError, ValueError) as exc:
-        _warn_destroy_anyway("not every rank reached the final barrier", exc)
-        return False
-    return True
-
-
-_destroy_round = 0  # a process may init and destroy several groups: one store key per round
-
-
-def _meet_in_store_before_destroy() -> None:
-    """Wait until every rank has *finished* the final barrier, through the rendezvous store."""
-    global _destroy_round
-    _destroy_round += 1
-    timeout = timedelta(seconds=_settings.timeout if _settings is not None else 300.0)
-    try:
-        store = dist.distributed_c10d._get_default_store()
-        arrived, done = f"accel/destroy/{_destroy_round}/arrived", f"accel/destroy/{_destroy_round}/done"
-        if store.add(arrived, 1) == dist.get_world_size():
-            store.set(done, "1")  # the last rank to arrive releases everyone
-        store.wait([done], timeout)
-    except (RuntimeError, ValueError) as exc:
-        _warn_destroy_anyway("not every rank finished the final barrier", exc)
-
-
-def _warn_destroy_anyway(what: str, exc: BaseException) -> None:
-    warnings.warn(
-        f"destroy_distributed: {what} ({headline(exc)}); destroying the process group anyway. "
-        "Another rank has probably exited early: check its log",
-        RuntimeWarning,
-        stacklevel=4,
-    )
 
 
 def barrier() -> None:

@@ -6,6 +6,11 @@ entry maps to ``"<device_type>:<dist_backend>"`` (an explicit entry for that dev
 wins). A CUDA ``device_id`` is translated like any device argument.
 ``DistributedDataParallel(device_ids=[i], output_device=i)`` gets the backend's indices
 (none on a CPU backend, where torch accepts none).
+``destroy_process_group()`` of a default group this redirect moved off NCCL (to gloo) first
+waits until every rank has finished its last collective
+(:func:`~accel_abstraction.distributed.teardown.settle_before_destroy`): on gloo, a rank that
+tears down while a peer is still in its last collective can abort that peer, which NCCL on
+the GPUs the script was written for does not do.
 ``FullyShardedDataParallel(device_id=i)`` gets the backend's device (``cpu`` on a CPU backend,
 the one FSDP accepts there), as ``accel port``'s ``accel.fsdp_device_id(i)``; it is installed
 when the program imports FSDP (:mod:`.deferred`), since importing it costs about a second.
@@ -60,6 +65,8 @@ def dist_redirects(s: Server) -> list[Redirect]:
     t = s.translator
     out = []
 
+    moved = _DefaultGroupMoved()
+
     def wrap(name: str, backend_pos: int) -> None:
         original: Callable[..., Any] = getattr(dist, name)
         api = f"torch.distributed.{name}(backend='nccl')"
@@ -86,15 +93,57 @@ def dist_redirects(s: Server) -> list[Redirect]:
                     changed = True
             if changed:
                 rec.hit(api)
-            return original(*args, **kwargs)
+            result = original(*args, **kwargs)
+            if name == "init_process_group":
+                moved.note(changed)
+            return result
 
         functools.update_wrapper(replacement, original)
         out.append(Redirect(dist, name, replacement, "distributed", api, hint, record=False))
 
     wrap("init_process_group", 0)
     wrap("new_group", 2)
+    out.append(_destroy_redirect(s, dist, moved))
     out.append(_ddp_redirect(s))
     return out
+
+
+class _DefaultGroupMoved:
+    """Whether the current default group is one the redirect moved off NCCL."""
+
+    def __init__(self) -> None:
+        self.group: Any = None
+
+    def note(self, moved: bool) -> None:
+        import torch.distributed as dist
+
+        self.group = dist.group.WORLD if moved else None
+
+    def __call__(self, group: Any) -> bool:
+        import torch.distributed as dist
+
+        default = dist.group.WORLD
+        return self.group is not None and default is self.group and (group is None or group is default)
+
+
+def _destroy_redirect(s: Server, dist: ModuleType, moved: _DefaultGroupMoved) -> Redirect:
+    """``destroy_process_group()``: every rank done with its last collective first, on a group moved off NCCL."""
+    from ..distributed.teardown import settle_before_destroy
+
+    original: Callable[..., Any] = dist.destroy_process_group
+    api = "torch.distributed.destroy_process_group()"
+    hint = port_hint(api)
+    s.recorder.describe(api, "distributed", hint)
+
+    def destroy_process_group(group: Any = None) -> None:
+        if moved(group):
+            s.recorder.hit(api)
+            settle_before_destroy(api, None)
+            moved.group = None
+        original(group)
+
+    functools.update_wrapper(destroy_process_group, original)
+    return Redirect(dist, "destroy_process_group", destroy_process_group, "distributed", api, hint, record=False)
 
 
 def _ddp_redirect(s: Server) -> Redirect:

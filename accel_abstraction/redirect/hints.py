@@ -43,6 +43,8 @@ RULE_OF: dict[str, Rule] = {
     'torch.amp.GradScaler("cuda")': grad_scaler.RULE,
     "torch.distributed.init_process_group(backend='nccl')": nccl_backend.RULE,
     "torch.distributed.new_group(backend='nccl')": nccl_backend.RULE,
+    # waits for every rank only because the group was moved off NCCL: the line to port is that one
+    "torch.distributed.destroy_process_group()": nccl_backend.RULE,
     "DistributedDataParallel(device_ids=...)": parallel_devices.RULE,
     "FullyShardedDataParallel(device_id=...)": parallel_devices.RULE,
 }

@@ -123,5 +123,6 @@ def test_torchrun_ddp(tmp_path: Path) -> None:
     _, data = run_pair(["torchrun", *launch, "--master-port", cuda_port, "ddp_torchrun_cuda.py"], twin, CPU, tmp_path / "r.json")
     apis = _apis(data)
     assert apis["torch.load(map_location=cuda)"] == "redirected"
+    assert apis["torch.distributed.destroy_process_group()"] == "redirected"  # waited for both ranks first
     assert sum(s["count"] for s in data["sites"] if s["api"] == "torch.cuda.set_device") == 2  # both workers
     assert json.loads(twin_report.read_text())["sites"] == []

@@ -35,7 +35,7 @@ def worker(rank: int, world_size: int, port: str, epochs: int) -> None:
             opt.step()
             if rank == 0 and step % 4 == 0:
                 print(f"epoch {epoch} step {step} loss {loss.item()!r}", flush=True)
-    dist.destroy_process_group()
+    accel.destroy_distributed()  # every rank done with its last collective before any tears down
 
 
 if __name__ == "__main__":
