@@ -16,6 +16,8 @@ from accel_neuron.emulated_dist import register_emulated_process_group
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import Shard, distribute_tensor
 
+from accel_abstraction.distributed import destroy_distributed
+
 emulator.install()
 register_emulated_process_group()
 dist.init_process_group("neuron", timeout=timedelta(seconds=60))
@@ -33,4 +35,4 @@ dt = distribute_tensor(torch.arange(4.0, device="neuron"), mesh, [Shard(0)])
 out["dtensor_local"] = [str(dt.to_local().device), dt.to_local().cpu().tolist()]
 out["dtensor_full"] = dt.full_tensor().cpu().tolist()
 print("RESULT" + json.dumps(out), flush=True)
-dist.destroy_process_group()
+destroy_distributed()  # both ranks done with their last collective first (gloo underneath)
