@@ -14,7 +14,8 @@ block <= 1.05x; the main job's step (examples/train.py) <= 1.05x, timed in inter
 ``python benchmarks/bench_neuron_emulator.py [--ops-only] [--hot-path native|python] [--pairs N] [--json FILE]``.
 ``--test-ops`` times instead the calls PyTorch's device-generic test files make most between their
 ops (random inputs, host copies, scalar reads, small constructions, out=, in-place views, ``resize_``,
-``assert_close``, ``copy.deepcopy``, ``isclose``, the device's RNG state round trip; issue 35: suites' wall time on neuron <= 1.10x the CPU's), against the same call
+``assert_close``, ``copy.deepcopy``, ``isclose``, the device's RNG state round trip, a recurrent layer's
+forward and backward; issue 35: suites' wall time on neuron <= 1.10x the CPU's), against the same call
 on the CPU.
 """
 
@@ -161,7 +162,23 @@ def _test_op_cases(device: str) -> dict[str, Callable[[], object]]:
         "x.neg_() 4x4": lambda: x.neg_(),
         # freeze_rng_state saves and restores the device's generator (the CPU: its own, the direct call)
         "get_rng_state + set_rng_state": _rng_round_trip(device),
+        # test_modules' recurrent layers: on neuron each call is a CPU island (cpu_islands.py)
+        "nn.RNN 2 layers fwd+bwd": _recurrent_step(device, nn.RNN),
+        "nn.LSTM 2 layers fwd+bwd": _recurrent_step(device, nn.LSTM),
     }
+
+
+def _recurrent_step(device: str, cls: type[nn.RNNBase]) -> Callable[[], None]:
+    """Forward and backward of a small two-layer recurrent layer on `device`."""
+    torch.manual_seed(0)
+    layer = cls(4, 8, num_layers=2).to(device)
+    x = torch.randn(3, 5, 4).to(device).requires_grad_(True)
+
+    def step() -> None:
+        out, _ = layer(x)
+        out.sum().backward()
+
+    return step
 
 
 def _rng_round_trip(device: str) -> Callable[[], None]:

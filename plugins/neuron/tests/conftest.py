@@ -34,6 +34,16 @@ def neuron_emulator() -> torch.device:
 
 
 @pytest.fixture
+def compiled(neuron_emulator: torch.device):
+    """The C++ core's module (``native``), or a skip where the compiled per-op path is off."""
+    from accel_neuron.emulator import native
+
+    if native.hot_path() != "native":
+        pytest.skip(f"the compiled per-op path is off here ({native.failure() or 'ACCEL_NEURON_EMULATOR_HOT_PATH=python'})")
+    return native
+
+
+@pytest.fixture
 def neuron_selected(neuron_emulator: torch.device, monkeypatch: pytest.MonkeyPatch) -> Iterator[torch.device]:
     """The emulated neuron backend selected through accel, as a user selects it; unselected after.
 

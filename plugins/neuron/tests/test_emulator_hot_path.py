@@ -16,15 +16,6 @@ import torch.nn.functional as F
 pytestmark = pytest.mark.usefixtures("neuron_emulator")
 
 
-@pytest.fixture
-def compiled():
-    from accel_neuron.emulator import native
-
-    if native.hot_path() != "native":
-        pytest.skip(f"the compiled per-op path is off here ({native.failure() or 'ACCEL_NEURON_EMULATOR_HOT_PATH=python'})")
-    return native
-
-
 def test_a_dense_op_takes_the_compiled_path_and_equals_the_cpu(compiled):
     a, b = torch.randn(5, 7), torch.randn(5, 7)
     na, nb = a.to("neuron"), b.to("neuron")

@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch.utils import _pytree as pytree
 
 from . import devices, fallback, rng, storage
 from .op_info import info_for
@@ -53,49 +52,100 @@ def _is_neuron(x: Any) -> bool:
     return isinstance(x, _Tensor) and x.device.type == "neuron"
 
 
-class _Call:
-    """One call of `op`: the argument tree with its tensors taken out, to rebuild on the CPU."""
+# An argument's schema type (as str() writes it) -> whether it is a list of tensors.
+_TENSOR_TYPES = {"Tensor": False, "Optional[Tensor]": False, "List[Tensor]": True}
 
-    def __init__(self, op: Any, args: tuple, kwargs: dict) -> None:
+
+class _Plan:
+    """One op's argument layout, read once from its schema: which arguments hold tensors (a Tensor,
+    an optional one, a list), and where dropout and train are. A call is taken apart and put back
+    together on the CPU along it, with no generic tree walk."""
+
+    def __init__(self, op: Any) -> None:
         self.op = op
-        leaves, self.spec = pytree.tree_flatten((args, kwargs))
-        self.is_tensor = [isinstance(x, _Tensor) for x in leaves]
-        self.others = [None if t else x for x, t in zip(leaves, self.is_tensor, strict=True)]
-        self.tensors = [x for x in leaves if isinstance(x, _Tensor)]
-        first = next((t for t in self.tensors if _is_neuron(t)), None)
+        self.call = op._op  # the C++ callable behind OpOverload.__call__
+        arguments = op._schema.arguments
+        self.names = [a.name for a in arguments]
+        self.defaults = [a.default_value if a.has_default_value() else None for a in arguments]
+        types = [str(a.type) for a in arguments]
+        unknown = [t for t in types if "Tensor" in t and t not in _TENSOR_TYPES]
+        if unknown:  # a tensor the plan would not take out would reach the CPU op as a neuron one
+            raise TypeError(f"cpu_islands: {op._schema.name} takes {unknown}, which an island cannot take apart")
+        self.tensor_args = [(i, _TENSOR_TYPES[t]) for i, t in enumerate(types) if t in _TENSOR_TYPES]
+        self.checked = [(i, many) for i, many in self.tensor_args if self.names[i] not in _CPU_BY_DESIGN]
+        self.dropout = self.names.index("dropout") if "dropout" in self.names else None
+        self.train = self.names.index("train") if "train" in self.names else None
+        self.single = len(op._schema.returns) == 1
+
+    def positional(self, args: tuple, kwargs: dict) -> tuple:
+        """The call's arguments by position (keyword ones put in their places, defaults between)."""
+        if not kwargs:
+            return args
+        last = max(self.names.index(k) for k in kwargs)
+        return args + tuple(
+            kwargs[n] if n in kwargs else self.defaults[i]
+            for i, n in enumerate(self.names[len(args) : last + 1], start=len(args))
+        )
+
+
+class _Call:
+    """One call of the op of `plan`: its tensors taken out, to put CPU ones in their places."""
+
+    __slots__ = ("plan", "op", "args", "tensors", "index", "random")
+
+    def __init__(self, plan: _Plan, args: tuple, kwargs: dict) -> None:
+        self.plan = plan
+        self.op = plan.op
+        self.args = args = plan.positional(args, kwargs)
+        n = len(args)  # trailing defaults may be omitted
+        tensors: list[_Tensor] = []
+        for i, many in plan.tensor_args:
+            if i < n:
+                a = args[i]
+                if many:
+                    tensors.extend(a)
+                elif a is not None:
+                    tensors.append(a)
+        self.tensors = tensors
+        first = next((t for t in tensors if t.device.type == "neuron"), None)
         self.index = first.get_device() if first is not None else devices.current()  # results go here
         # Dropout between layers draws random numbers: from the device generator, as on a device.
-        names = info_for(op).arg_names
-        named = dict(zip(names, args, strict=False))  # trailing defaults may be omitted
-        named.update(kwargs)
-        self.random = bool(named.get("dropout", 0)) and bool(named.get("train", False))
-        self._check_devices(args)
+        d, t = plan.dropout, plan.train
+        self.random = d is not None and d < n and bool(args[d]) and t is not None and t < n and bool(args[t])
+        if first is not None:
+            self._check_devices(args)
 
     def _check_devices(self, args: tuple) -> None:
-        if not any(_is_neuron(t) for t in self.tensors):
-            return
-        info = info_for(self.op)
-        for i, a in enumerate(args):
-            if i < len(info.arg_names) and info.arg_names[i] in _CPU_BY_DESIGN:
+        n = len(args)
+        for i, many in self.plan.checked:
+            if i >= n:
                 continue
-            for x in pytree.tree_leaves(a):
+            for x in args[i] if many else (args[i],):
                 if not isinstance(x, _Tensor):
                     continue
                 if (x.device.type == "cpu" and x.dim() != 0) or (
                     _is_neuron(x) and x.get_device() != self.index
                 ):
+                    info = info_for(self.op)
                     if not self.random:  # the op's own checks speak first, as on CUDA
-                        fallback.own_checks_first(self.op, info.name, lambda: self.run_cpu([_cpu(t, False) for t in self.tensors]))
+                        fallback.own_checks_first(self.op, info.name, lambda: self.run_cpu(_cpu_all(self.tensors)))
                     raise fallback.device_mismatch(info, i, x.device, self.index)
 
     def run_cpu(self, cpu_tensors: list[_Tensor]) -> Any:
+        args = list(self.args)
+        n = len(args)
         it = iter(cpu_tensors)
-        leaves = [next(it) if t else x for x, t in zip(self.others, self.is_tensor, strict=True)]
-        args, kwargs = pytree.tree_unflatten(leaves, self.spec)
+        for i, many in self.plan.tensor_args:
+            if i < n:
+                a = args[i]
+                if many:
+                    args[i] = [next(it) for _ in a]
+                elif a is not None:
+                    args[i] = next(it)
         if self.random:
             with rng.swapped_in(self.index):
-                return self.op(*args, **kwargs)
-        return self.op(*args, **kwargs)
+                return self.plan.call(*args)
+        return self.plan.call(*args)
 
 
 def _cpu(t: _Tensor, requires_grad: bool) -> _Tensor:
@@ -110,12 +160,33 @@ def _cpu(t: _Tensor, requires_grad: bool) -> _Tensor:
     return c.requires_grad_(True) if requires_grad else c
 
 
+def _cpu_all(tensors: list[_Tensor], grad: Any = None) -> list[_Tensor]:
+    """:func:`_cpu` of each of `tensors`, requiring grad where `grad` (one flag per tensor; None:
+    none does) says so: one look-up of the storage path for the call."""
+    if torch.is_inference_mode_enabled():
+        return [_cpu(t, bool(g)) for t, g in zip(tensors, grad or [False] * len(tensors), strict=True)]
+    view = storage.active().fresh_cpu_view
+    out = []
+    for t, g in zip(tensors, grad or [False] * len(tensors), strict=True):
+        if t.device.type == "neuron":
+            t = view(t)
+            if g:
+                t.requires_grad_(True)
+        out.append(t)
+    return out
+
+
 def _neuron(c: Any, index: int) -> Any:
     if isinstance(c, _Tensor) and c.device.type == "cpu":
         if _batched(c):  # vmap over the gradients (gradcheck's batched check, is_grads_batched): a copy
             return c.to(devices.DEVICES[index])
         return storage.active().to_neuron(c.detach(), index)
     return c
+
+
+def _flat(out: Any) -> list:
+    """The op's result as a flat list (a Tensor, or a tuple of Tensors)."""
+    return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
 def _cpu_grad(g: _Tensor) -> _Tensor:
@@ -136,11 +207,9 @@ def _batched(t: _Tensor) -> bool:
 class _Island(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, call: _Call, *tensors: _Tensor) -> Any:  # type: ignore[override]
-        needs = ctx.needs_input_grad[1:]
-        cpu_in = [_cpu(t, bool(n) and t.device.type == "neuron") for t, n in zip(tensors, needs, strict=True)]
+        cpu_in = _cpu_all(list(tensors), ctx.needs_input_grad[1:])  # CPU tensors keep their flag
         with torch.enable_grad():
-            out = call.run_cpu(cpu_in)
-        flat, spec = pytree.tree_flatten(out)
+            flat = _flat(call.run_cpu(cpu_in))
         grad_in = [c if c.requires_grad and c.is_leaf else None for c in cpu_in]
         ctx.n_saved = len(tensors)
         # Version counters of the inputs: in-place changes after forward are caught in backward.
@@ -160,7 +229,6 @@ class _Island(torch.autograd.Function):
         ctx.mark_non_differentiable(
             *(r for r, c in zip(result, flat, strict=True) if isinstance(r, _Tensor) and not c.requires_grad)
         )
-        ctx.spec = spec
         return tuple(result)
 
     @staticmethod
@@ -266,23 +334,20 @@ def _graph_ends(ctx: Any, saved: tuple) -> tuple[list, list]:
 
 
 def _kernel(op: Any, autograd: bool):
+    plan = _Plan(op)
+
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        call = _Call(op, args, kwargs)
+        call = _Call(plan, args, kwargs)
         if autograd and torch.is_grad_enabled() and any(t.requires_grad for t in call.tensors):
-            return _unflatten(op, _Island.apply(call, *call.tensors))
-        # The CPU path looks at requires_grad even without grad mode (oneDNN's GRU/RNN): keep the flags.
-        out = call.run_cpu([_cpu(t, t.requires_grad) for t in call.tensors])
-        return pytree.tree_map(lambda c: _neuron(c, call.index), out)
+            flat = _Island.apply(call, *call.tensors)
+        else:
+            # The CPU path looks at requires_grad even without grad mode (oneDNN's GRU/RNN): keep the flags.
+            out = call.run_cpu(_cpu_all(call.tensors, [t.requires_grad for t in call.tensors]))
+            flat = [_neuron(c, call.index) for c in _flat(out)]
+        return flat[0] if plan.single else tuple(flat)  # the op's return shape
 
     kernel.__name__ = f"neuron_island_{op._schema.name.split('::')[-1]}"
     return kernel
-
-
-def _unflatten(op: Any, flat: tuple) -> Any:
-    """The island's flat outputs in the op's return shape (a Tensor or a tuple of Tensors)."""
-    if len(op._schema.returns) == 1:
-        return flat[0]
-    return tuple(flat)
 
 
 def register(lib: torch.library.Library) -> None:

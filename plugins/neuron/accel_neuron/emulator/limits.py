@@ -47,9 +47,12 @@ def _patch_storage() -> None:
 
     def __new__(cls: type, *args: Any, device: Any = None, **kwargs: Any) -> Any:
         if device is not None:
-            dev = torch.device(device)
+            dev = device if type(device) is torch.device else torch.device(device)
             if dev.type == "neuron":
                 index = devices.index_of(dev)
+                new = storage.active().new_storage
+                if new is not None and len(args) == 1 and type(args[0]) is int and not kwargs:
+                    return new(args[0], index)  # copy.deepcopy's and clone()'s call: one op
                 try:
                     cpu = base_new(cls, *args, **kwargs)
                 except RuntimeError as e:  # the host could not allocate: the device is out of memory

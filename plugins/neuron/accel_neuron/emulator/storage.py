@@ -47,7 +47,9 @@ class StoragePath:
     ``swap_data_ptr(a, b)``: ``UntypedStorage._swap_data_ptr_`` for neuron storages (the memory
     behind `a` and `b` changes places, and so does everything that reads or frees it).
     ``lazy_clone(t)``: ``Tensor._lazy_clone`` of neuron tensor `t` (same geometry and values;
-    c10 copy-on-write where the path can make it, see each path).
+    c10 copy-on-write where the path can make it, see each path). ``new_storage(nbytes, index)``:
+    ``UntypedStorage(nbytes, device=...)`` in one call, where the path has it (None: limits.py wraps a
+    new CPU storage with ``neuron_storage_for``).
     """
 
     name: str
@@ -59,6 +61,7 @@ class StoragePath:
     storage_slice: Callable[[torch.UntypedStorage, int, int], torch.UntypedStorage]
     swap_data_ptr: Callable[[torch.UntypedStorage, torch.UntypedStorage], None]
     lazy_clone: Callable[[torch.Tensor], torch.Tensor]
+    new_storage: Callable[[int, int], torch.UntypedStorage] | None = None
 
 
 _active: StoragePath | None = None

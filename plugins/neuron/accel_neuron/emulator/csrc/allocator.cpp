@@ -326,6 +326,17 @@ at::Tensor to_neuron(const at::Tensor& c, int64_t index, const LentViews* lent) 
   return at::Tensor(std::move(impl));
 }
 
+at::Tensor new_storage(int64_t nbytes, int64_t index) {
+  TORCH_CHECK(nbytes >= 0, "new_storage: a storage of ", nbytes, " bytes");
+  int i = static_cast<int>(index);
+  c10::Storage host = host_memory(nbytes, i);  // nothing else holds it: taken over, not aliased or mapped
+  auto impl = c10::make_intrusive<c10::TensorImpl>(
+      c10::Storage(new_storage_over(host, i, /*take_over=*/true)), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      caffe2::TypeMeta::Make<uint8_t>());
+  impl->set_sizes_contiguous({nbytes});
+  return at::Tensor(std::move(impl));
+}
+
 void check_room(int64_t nbytes, int index) {
   std::unique_lock<std::mutex> lock(stats_mutex);
   int64_t held = stats_of(index)[kAllocated];

@@ -164,6 +164,9 @@ struct LentViews;
 // storage that already holds that memory (one whose CPU views `lent` lent, or one the data-pointer map
 // names), else over a new one on device `index`.
 at::Tensor to_neuron(const at::Tensor& c, int64_t index, const LentViews* lent = nullptr);
+// A uint8 neuron tensor over a new storage of `nbytes` on device `index` (``UntypedStorage(n, device=...)``):
+// host memory taken over, counted; the host's failure or the device's capacity raise c10::OutOfMemoryError.
+at::Tensor new_storage(int64_t nbytes, int64_t index);
 // Put the memory of neuron storage `st` in the data-pointer map (once): a CPU tensor over it leaves the
 // C++ kernels (the cpu_view op), so a later result over that memory must find `st` from its pointer.
 void map_memory(c10::StorageImpl* st, NeuronMemory* mem);

@@ -1,0 +1,49 @@
+"""How a recurrent op's island (the emulator's CPU islands) takes a call apart: along the op's schema,
+read once, not by walking the arguments as a generic tree on every call (test_modules' recurrent tests
+paid about 0.2 ms a call for that); keyword arguments and omitted defaults give the CPU's bits."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils import _pytree
+
+
+def _lstm_step(device: torch.device | str) -> list[torch.Tensor]:
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(4, 3, num_layers=2).to(device)
+    x = torch.randn(5, 2, 4).to(device).requires_grad_()
+    out, (h, c) = lstm(x)
+    (out.sum() + h.sum() + c.sum()).backward()
+    return [t.detach().cpu() for t in (out, h, c, x.grad, lstm.weight_hh_l1.grad)]
+
+
+def test_an_island_call_does_not_walk_its_arguments_as_a_tree(neuron_emulator, monkeypatch) -> None:
+    want = _lstm_step("cpu")
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an island walked its arguments with pytree")
+
+    monkeypatch.setattr(_pytree, "tree_flatten", refuse)
+    monkeypatch.setattr(_pytree, "tree_map", refuse)
+    got = _lstm_step(neuron_emulator)
+    for g, w in zip(got, want, strict=True):
+        assert torch.equal(g, w)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_a_cell_called_with_keyword_arguments_gives_the_cpus_bits(neuron_emulator, grad: bool) -> None:
+    def run(device: torch.device | str) -> list[torch.Tensor]:
+        torch.manual_seed(0)
+        x, hx = torch.randn(2, 4), torch.randn(2, 3)
+        w_ih, w_hh, b_hh = torch.randn(9, 4), torch.randn(9, 3), torch.randn(9)
+        ts = [t.to(device).requires_grad_(grad) for t in (x, hx, w_ih, w_hh, b_hh)]
+        # b_ih omitted between the positional arguments and b_hh, given by keyword
+        out = torch.ops.aten.gru_cell(ts[0], ts[1], w_ih=ts[2], w_hh=ts[3], b_hh=ts[4])
+        if not grad:
+            return [out.cpu()]
+        out.pow(2).sum().backward()
+        return [out.detach().cpu(), *(t.grad.cpu() for t in ts)]
+
+    for g, w in zip(run(neuron_emulator), run("cpu"), strict=True):
+        assert torch.equal(g, w)
