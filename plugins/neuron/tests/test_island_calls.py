@@ -47,3 +47,12 @@ def test_a_cell_called_with_keyword_arguments_gives_the_cpus_bits(neuron_emulato
 
     for g, w in zip(run(neuron_emulator), run("cpu"), strict=True):
         assert torch.equal(g, w)
+
+
+def test_an_op_whose_tensors_the_plan_cannot_take_apart_is_refused_when_made_an_island() -> None:
+    from accel_neuron.emulator import cpu_islands
+    from accel_neuron.emulator.errors import EmulatorError
+
+    assert cpu_islands._Plan(torch.ops.aten.lstm.input).single is False  # a known layout is taken
+    with pytest.raises(EmulatorError, match=r"aten::index takes \['List\[Optional\[Tensor\]\]'\]"):
+        cpu_islands._Plan(torch.ops.aten.index.Tensor)

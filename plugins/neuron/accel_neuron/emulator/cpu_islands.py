@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from . import devices, fallback, rng, storage
+from .errors import EmulatorError
 from .op_info import info_for
 
 _Tensor = torch.Tensor
@@ -70,7 +71,10 @@ class _Plan:
         types = [str(a.type) for a in arguments]
         unknown = [t for t in types if "Tensor" in t and t not in _TENSOR_TYPES]
         if unknown:  # a tensor the plan would not take out would reach the CPU op as a neuron one
-            raise TypeError(f"cpu_islands: {op._schema.name} takes {unknown}, which an island cannot take apart")
+            raise EmulatorError(
+                f"cpu_islands: {op._schema.name} takes {unknown}, which an island cannot take apart; "
+                "add the type to _TENSOR_TYPES (with how to take it apart) or leave the op off RNN_OPS"
+            )
         self.tensor_args = [(i, _TENSOR_TYPES[t]) for i, t in enumerate(types) if t in _TENSOR_TYPES]
         self.checked = [(i, many) for i, many in self.tensor_args if self.names[i] not in _CPU_BY_DESIGN]
         self.dropout = self.names.index("dropout") if "dropout" in self.names else None
