@@ -2,7 +2,7 @@
 
 :func:`settle_before_destroy` is what :func:`~accel_abstraction.distributed.destroy_distributed`
 does before ``destroy_process_group``, and what ``accel run`` does before a CUDA script's own
-``destroy_process_group`` when it moved that group from NCCL to gloo.
+``destroy_process_group`` when it moved that group to the selected backend's collective library.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def settle_before_destroy(caller: str, timeout: float | None) -> None:
     already exited), a ``RuntimeWarning`` naming ``caller`` says so and it returns.
     ``timeout`` (seconds) bounds each wait; ``None``: the group's own timeout.
     :func:`~accel_abstraction.distributed.destroy_distributed` calls it, and so does ``accel run``'s redirect of
-    ``destroy_process_group`` for a default group it moved off NCCL.
+    ``destroy_process_group`` for a default group it moved to the backend's collective library.
     """
     if _barrier_before_destroy(caller, timeout):
         _meet_in_store_before_destroy(caller, timeout)

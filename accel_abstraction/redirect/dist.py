@@ -65,7 +65,7 @@ def dist_redirects(s: Server) -> list[Redirect]:
     t = s.translator
     out = []
 
-    moved = _DefaultGroupMoved()
+    moved = _DefaultGroupMoved(dist)
 
     def wrap(name: str, backend_pos: int) -> None:
         original: Callable[..., Any] = getattr(dist, name)
@@ -103,7 +103,7 @@ def dist_redirects(s: Server) -> list[Redirect]:
 
     wrap("init_process_group", 0)
     wrap("new_group", 2)
-    out.append(_destroy_redirect(s, dist, moved))
+    out.append(_destroy_redirect(s, moved))
     out.append(_ddp_redirect(s))
     return out
 
@@ -111,25 +111,23 @@ def dist_redirects(s: Server) -> list[Redirect]:
 class _DefaultGroupMoved:
     """Whether the current default group is one the redirect moved off NCCL."""
 
-    def __init__(self) -> None:
+    def __init__(self, dist: ModuleType) -> None:
+        self.dist = dist
         self.group: Any = None
 
     def note(self, moved: bool) -> None:
-        import torch.distributed as dist
-
-        self.group = dist.group.WORLD if moved else None
+        self.group = self.dist.group.WORLD if moved else None
 
     def __call__(self, group: Any) -> bool:
-        import torch.distributed as dist
-
-        default = dist.group.WORLD
+        default = self.dist.group.WORLD
         return self.group is not None and default is self.group and (group is None or group is default)
 
 
-def _destroy_redirect(s: Server, dist: ModuleType, moved: _DefaultGroupMoved) -> Redirect:
+def _destroy_redirect(s: Server, moved: _DefaultGroupMoved) -> Redirect:
     """``destroy_process_group()``: every rank done with its last collective first, on a group moved off NCCL."""
     from ..distributed.teardown import settle_before_destroy
 
+    dist = moved.dist
     original: Callable[..., Any] = dist.destroy_process_group
     api = "torch.distributed.destroy_process_group()"
     hint = port_hint(api)
