@@ -53,3 +53,34 @@ def test_a_deepcopy_of_a_neuron_tensor_counts_its_bytes_and_copies_its_values(co
     assert torch.equal(y.cpu(), x.cpu())
     del y
     assert torch.neuron.memory_allocated() == before
+
+
+def test_a_neuron_storages_clone_is_one_call_of_the_core(compiled) -> None:
+    # copy.deepcopy of each neuron tensor clones its storage: one call, not a new storage then a copy_
+    # (two empty tensors, two set_ and a copy through the device's kernels).
+    from accel_neuron.emulator import native
+
+    index = torch.neuron.device_count() - 1
+    x = torch.arange(24, dtype=torch.float32).to(f"neuron:{index}")
+    st = x.untyped_storage()
+    before, calls = torch.neuron.memory_allocated(index), native.path_counts()
+    clone = st.clone()
+    assert native.path_counts() == calls  # no device op ran
+    assert (type(clone), clone.device, clone.nbytes()) == (torch.UntypedStorage, x.device, 96)
+    assert clone.data_ptr() != st.data_ptr()
+    assert torch.neuron.memory_allocated(index) == before + 96
+    copied = torch.empty(0, device=x.device).set_(clone, 0, (24,), (1,))
+    assert torch.equal(copied.cpu(), torch.arange(24, dtype=torch.float32))
+    x.add_(1)  # the clone has memory of its own
+    assert torch.equal(copied.cpu(), torch.arange(24, dtype=torch.float32))
+    del copied, clone
+    assert torch.neuron.memory_allocated(index) == before
+
+
+def test_a_clone_of_a_copy_on_write_storage_reads_it_and_leaves_it_shared(compiled) -> None:
+    x = torch.randn(8).to("neuron")
+    lazy = x._lazy_clone()
+    clone = lazy.untyped_storage().clone()
+    assert torch._C._is_cow_tensor(lazy) and torch._C._is_cow_tensor(x)  # a read: nothing materialized
+    copied = torch.empty(0, device="neuron").set_(clone, 0, (8,), (1,))
+    assert torch.equal(copied.cpu(), x.cpu())

@@ -25,10 +25,15 @@ def path() -> StoragePath:
     native_slice = ops.storage_slice.default._op
     native_lazy_clone = ops.lazy_clone.default._op  # c10 copy-on-write (csrc/cow.cpp)
     native_new_storage = ops.new_storage.default._op
+    native_clone_storage = ops.clone_storage.default._op
 
     def new_storage(nbytes: int, index: int) -> torch.UntypedStorage:
         """A new neuron storage of `nbytes` on device `index` (C++ core: host memory taken over, counted)."""
         return native_new_storage(nbytes, index).untyped_storage()
+
+    def clone_storage(st: torch.UntypedStorage) -> torch.UntypedStorage:
+        """``st.clone()`` of a neuron storage (C++ core: a new counted storage, the bytes copied)."""
+        return native_clone_storage(st).untyped_storage()
 
     def neuron_storage_for(cpu_storage: torch.UntypedStorage, index: int = 0) -> torch.UntypedStorage:
         """The neuron storage over the memory of `cpu_storage` (C++ core)."""
@@ -61,4 +66,5 @@ def path() -> StoragePath:
         swap_data_ptr=torch._C.StorageBase._swap_data_ptr_,
         lazy_clone=native_lazy_clone,
         new_storage=new_storage,
+        clone_storage=clone_storage,
     )

@@ -7,7 +7,8 @@ device="neuron")``, ``copy.deepcopy``, ``torch.load(map_location="neuron")``)
 or fail with internal asserts. This module patches the Python entry points:
 
 * ``torch.UntypedStorage(..., device="neuron")`` allocates CPU memory and wraps
-  it (this also makes storage ``clone``, ``deepcopy`` and ``torch.load`` work), and
+  it (this also makes storage ``clone``, ``deepcopy`` and ``torch.load`` work; where the storage
+  path has it, a neuron storage's ``clone`` is one call), and
   ``UntypedStorage.resize_`` on a neuron storage moves it to new memory (FSDP frees
   and re-allocates parameter storage that way), and a slice of a neuron storage
   (``storage[a:b]``) is a neuron storage over those bytes that the emulator knows, and
@@ -65,6 +66,22 @@ def _patch_storage() -> None:
         return base_new(cls, *args, **kwargs)
 
     torch.UntypedStorage.__new__ = __new__  # type: ignore[method-assign]
+
+    base_clone = torch.UntypedStorage.clone
+
+    def clone(self: torch.UntypedStorage) -> torch.UntypedStorage:
+        # copy.deepcopy of every neuron tensor comes here: one call of the storage path instead of a
+        # new storage and a copy_ (two empty tensors, two set_ and a copy on the device).
+        if self.device.type == "neuron":
+            fast = storage.active().clone_storage
+            if fast is not None:
+                try:
+                    return fast(self)
+                except NotImplementedError:  # a storage the emulator did not make: PyTorch's clone
+                    pass
+        return base_clone(self)
+
+    torch.UntypedStorage.clone = clone  # type: ignore[method-assign]
 
     base_resize = torch.UntypedStorage.resize_
 

@@ -49,7 +49,9 @@ class StoragePath:
     ``lazy_clone(t)``: ``Tensor._lazy_clone`` of neuron tensor `t` (same geometry and values;
     c10 copy-on-write where the path can make it, see each path). ``new_storage(nbytes, index)``:
     ``UntypedStorage(nbytes, device=...)`` in one call, where the path has it (None: limits.py wraps a
-    new CPU storage with ``neuron_storage_for``).
+    new CPU storage with ``neuron_storage_for``). ``clone_storage(st)``: ``st.clone()`` (what
+    ``copy.deepcopy`` of a neuron tensor calls) in one call, where the path has it (None: PyTorch's
+    clone, a new storage then ``copy_``).
     """
 
     name: str
@@ -62,6 +64,7 @@ class StoragePath:
     swap_data_ptr: Callable[[torch.UntypedStorage, torch.UntypedStorage], None]
     lazy_clone: Callable[[torch.Tensor], torch.Tensor]
     new_storage: Callable[[int, int], torch.UntypedStorage] | None = None
+    clone_storage: Callable[[torch.UntypedStorage], torch.UntypedStorage] | None = None
 
 
 _active: StoragePath | None = None

@@ -337,6 +337,19 @@ at::Tensor new_storage(int64_t nbytes, int64_t index) {
   return at::Tensor(std::move(impl));
 }
 
+at::Tensor clone_storage(const c10::Storage& src) {
+  const c10::StorageImpl* st = src.unsafeGetStorageImpl();
+  // Only memory the emulator made is host memory it can read; anything else takes PyTorch's clone.
+  TORCH_CHECK_NOT_IMPLEMENTED(st != nullptr && src.device().type() == kNeuron && memory_of(st) != nullptr,
+                              "clone_storage: not a neuron storage the emulator made");
+  int64_t nbytes = static_cast<int64_t>(src.nbytes());
+  int64_t index = src.device().index() < 0 ? 0 : src.device().index();
+  at::Tensor out = new_storage(nbytes, index);  // counted; the device's capacity or the host's failure: OOM
+  // A read: a copy-on-write source keeps sharing its memory (data(), not mutable_data()).
+  if (nbytes > 0) std::memcpy(out.storage().mutable_data(), src.data(), static_cast<size_t>(nbytes));
+  return out;
+}
+
 void check_room(int64_t nbytes, int index) {
   std::unique_lock<std::mutex> lock(stats_mutex);
   int64_t held = stats_of(index)[kAllocated];

@@ -1,6 +1,6 @@
 // What the C++ core registers with PyTorch, and its extern "C" API for ctypes (native.py).
 //
-// Torch ops accel_neuron_emu::{to_neuron, cpu_view, new_storage, resize_storage, storage_slice, lazy_clone} (storage.py's
+// Torch ops accel_neuron_emu::{to_neuron, cpu_view, new_storage, clone_storage, resize_storage, storage_slice, lazy_clone} (storage.py's
 // native mode); the compiled per-op path's kernels (kernels.cpp, typed_kernels.cpp, dropout.cpp),
 // registered when native.py enables them; and C functions: registration, memory statistics,
 // counters. The functions that can fail return 0, or -1 with the reason in
@@ -49,6 +49,7 @@ TORCH_LIBRARY(accel_neuron_emu, m) {
         [](const at::Tensor& cpu, int64_t index) { return accel_neuron_emu::to_neuron(cpu, index); });
   m.def("cpu_view(Tensor t) -> Tensor", &accel_neuron_emu::cpu_view);
   m.def("new_storage(int nbytes, int index) -> Tensor", &accel_neuron_emu::new_storage);
+  m.def("clone_storage(Storage src) -> Tensor", &accel_neuron_emu::clone_storage);
   m.def("resize_storage(Tensor t, int nbytes) -> ()", &accel_neuron_emu::resize_storage);
   m.def("storage_slice(Tensor t, int start, int nbytes) -> Tensor", &accel_neuron_emu::storage_slice);
   m.def("lazy_clone(Tensor t) -> Tensor", &accel_neuron_emu::lazy_clone);
