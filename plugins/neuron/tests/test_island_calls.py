@@ -31,6 +31,20 @@ def test_an_island_call_does_not_walk_its_arguments_as_a_tree(neuron_emulator, m
         assert torch.equal(g, w)
 
 
+def test_an_islands_backward_runs_its_cpu_graph_without_autograd_grads_python(neuron_emulator, monkeypatch) -> None:
+    # The incoming gradients were checked by the outer engine run: the island hands its CPU graph to the
+    # engine directly (torch.autograd.grad's argument checks cost as much as a small layer's backward).
+    want = _lstm_step("cpu")
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an island's backward went through torch.autograd.grad")
+
+    monkeypatch.setattr(torch.autograd, "grad", refuse)
+    got = _lstm_step(neuron_emulator)
+    for g, w in zip(got, want, strict=True):
+        assert torch.equal(g, w)
+
+
 @pytest.mark.parametrize("grad", [False, True])
 def test_a_cell_called_with_keyword_arguments_gives_the_cpus_bits(neuron_emulator, grad: bool) -> None:
     def run(device: torch.device | str) -> list[torch.Tensor]:

@@ -208,6 +208,29 @@ def _batched(t: _Tensor) -> bool:
     return bool(torch._C._functorch.is_batchedtensor(t) or torch._C._functorch.is_legacy_batchedtensor(t))
 
 
+_engine = torch.autograd.Variable._execution_engine  # the process's one autograd engine
+
+
+def _run_engine(outs: list, gouts: list, inputs: list, retain_graph: bool) -> tuple:
+    """``torch.autograd.grad(outs, inputs, gouts, allow_unused=True, retain_graph=...)`` without its Python:
+    the gradients come from the outer engine run, which already checked them against these outputs'
+    metadata (shape, dtype, device), and `inputs` are the island's own CPU leaves."""
+    return _engine.run_backward(tuple(outs), tuple(gouts), retain_graph, False, tuple(inputs), True, False)
+
+
+def _neuron_all(cs: Any, index: int) -> list:
+    """:func:`_neuron` of each of `cs`, with the storage path looked up once."""
+    to_neuron = storage.active().to_neuron
+    out = []
+    for c in cs:
+        if c.__class__ is _Tensor and c.is_cpu and not _batched(c):
+            c = to_neuron(c.detach(), index)
+        elif isinstance(c, _Tensor) and c.device.type == "cpu":
+            c = _neuron(c, index)
+        out.append(c)
+    return out
+
+
 class _Island(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, call: _Call, *tensors: _Tensor) -> Any:  # type: ignore[override]
@@ -228,7 +251,7 @@ class _Island(torch.autograd.Function):
             ctx.in_slots = None
             ctx.cpu_in, ctx.cpu_out = grad_in, flat
             ctx.save_for_backward(*tensors)
-        result = [_neuron(c, call.index) for c in flat]
+        result = _neuron_all(flat, call.index)
         ctx.index = call.index
         ctx.mark_non_differentiable(
             *(r for r, c in zip(result, flat, strict=True) if isinstance(r, _Tensor) and not c.requires_grad)
@@ -255,10 +278,7 @@ class _Island(torch.autograd.Function):
                 ends = _Ends(outs, inputs, ctx.index)
                 got = iter(ends.unpack(_IslandGrad.apply(ends, len(sources), *sources, *given)))
             else:
-                got = iter(
-                    _neuron(g, ctx.index)
-                    for g in torch.autograd.grad(outs, inputs, gouts, allow_unused=True, retain_graph=kept)
-                )
+                got = iter(_neuron_all(_run_engine(outs, gouts, inputs, kept), ctx.index))
             for i, c in enumerate(cpu_in):
                 if c is not None:
                     result[i] = next(got)
@@ -347,7 +367,7 @@ def _kernel(op: Any, autograd: bool):
         else:
             # The CPU path looks at requires_grad even without grad mode (oneDNN's GRU/RNN): keep the flags.
             out = call.run_cpu(_cpu_all(call.tensors, [t.requires_grad for t in call.tensors]))
-            flat = [_neuron(c, call.index) for c in _flat(out)]
+            flat = _neuron_all(_flat(out), call.index)
         return flat[0] if plan.single else tuple(flat)  # the op's return shape
 
     kernel.__name__ = f"neuron_island_{op._schema.name.split('::')[-1]}"
