@@ -45,3 +45,51 @@ def test_exit_status_says_whether_the_target_holds(tmp_path: Path) -> None:
     _junit(tmp_path / "f-neuron.xml", "f.TPRIVATEUSE1", [("test_a_neuron", 12.0, "passed")])
     assert bench.main([str(tmp_path)]) == 1
     assert bench.main([str(tmp_path / "empty")]) == 2
+
+
+def _junit_with_clock(path: Path, cls: str, cases: list[tuple[str, float, float | None]]) -> None:
+    body = []
+    for name, wall, thread in cases:
+        props = "" if thread is None else f'<properties><property name="thread_cpu_s" value="{thread}"/></properties>'
+        body.append(f'<testcase classname="{cls}" name="{name}" time="{wall}">{props}</testcase>')
+    path.write_text(f'<testsuites><testsuite name="pytest">{"".join(body)}</testsuite></testsuites>')
+
+
+def test_the_thread_clock_sums_each_tests_recorded_cpu_time_and_says_when_a_run_has_none(tmp_path: Path) -> None:
+    _junit_with_clock(tmp_path / "f-cpu.xml", "f.TCPU", [("test_a_cpu", 9.0, 2.0), ("test_b_cpu", 9.0, 1.0)])
+    _junit_with_clock(tmp_path / "f-neuron.xml", "f.TPRIVATEUSE1", [("test_a_neuron", 30.0, 2.5), ("test_b_neuron", 1.0, 1.0)])
+    (wall,) = bench.collect(tmp_path)
+    (thread,) = bench.collect(tmp_path, "thread")
+    assert (wall.cpu_s, wall.neuron_s) == (18.0, 31.0)
+    assert (thread.cpu_s, thread.neuron_s) == (3.0, 3.5)
+    assert bench.main([str(tmp_path), "--clock", "thread"]) == 1  # 1.17x
+    _junit_with_clock(tmp_path / "f-cpu.xml", "f.TCPU", [("test_a_cpu", 9.0, None), ("test_b_cpu", 9.0, 1.0)])
+    assert bench.main([str(tmp_path), "--clock", "thread"]) == 2  # a junit XML from a run without the plugin
+
+
+def test_the_suites_legs_record_each_tests_thread_cpu_time_in_their_junit_xml(tmp_path: Path) -> None:
+    # torch_suite.py's legs load suite_clock.py; the time is the test call's own
+    import subprocess
+
+    (tmp_path / "test_spin.py").write_text(
+        "import time\n"
+        "def test_spin():\n"
+        "    end = time.thread_time() + 0.05\n"
+        "    while time.thread_time() < end:\n"
+        "        pass\n"
+        "def test_sleep():\n"
+        "    time.sleep(0.2)\n"
+    )
+    scripts = ROOT / "plugins" / "neuron" / "tests" / "scripts"
+    junit = tmp_path / "out-cpu.xml"
+    env = {"PYTHONPATH": str(scripts), "PATH": "/usr/bin:/bin"}
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "suite_clock", "--junitxml", str(junit),
+         "test_spin.py"],
+        cwd=tmp_path, env=env, check=True, capture_output=True,
+    )  # fmt: skip
+    times = bench.read_junit(junit, "cpu", "thread")
+    spin = next(v for k, v in times.items() if k.endswith("test_spin"))
+    sleep = next(v for k, v in times.items() if k.endswith("test_sleep"))
+    assert spin[0] == "passed" and 0.05 <= spin[1] < 1.0
+    assert sleep[0] == "passed" and sleep[1] < 0.05  # sleeping is not the test's work

@@ -163,6 +163,8 @@ def leg_environment(
     base = dict(os.environ if base is None else base)
     full = {k: v for k, v in base.items() if not k.startswith(("ACCEL_", "PYTORCH_TESTING_DEVICE"))}
     full.update(DEVICES[device], OMP_NUM_THREADS=full.get("OMP_NUM_THREADS", "1"))
+    # suite_clock.py (loaded with -p) records each test's thread CPU time next to pytest's wall time
+    full["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), full.get("PYTHONPATH", "")) if p)
     if device == "neuron":
         if strict:
             full["ACCEL_NEURON_STRICT"] = "1"  # refuse what TorchNeuron documents as N / CPU_FALLBACK
@@ -195,7 +197,7 @@ def run_legs(
             try:
                 subprocess.run(
                     [sys.executable, *(runner or ["-m", "pytest"]), "-q", "-p", "no:cacheprovider",
-                     "--junitxml", str(junit), *pytest_args, test_file],
+                     "-p", "suite_clock", "--junitxml", str(junit), *pytest_args, test_file],
                     cwd=tree / "test", env=leg_environment(device, strict, hot_path), timeout=timeout, stdout=log,
                     stderr=subprocess.STDOUT,
                 )  # fmt: skip
