@@ -65,6 +65,10 @@ def test_the_thread_clock_sums_each_tests_recorded_cpu_time_and_says_when_a_run_
     assert bench.main([str(tmp_path), "--clock", "thread"]) == 1  # 1.17x
     _junit_with_clock(tmp_path / "f-cpu.xml", "f.TCPU", [("test_a_cpu", 9.0, None), ("test_b_cpu", 9.0, 1.0)])
     assert bench.main([str(tmp_path), "--clock", "thread"]) == 2  # a junit XML from a run without the plugin
+    _junit_with_clock(tmp_path / "g-cpu.xml", "g.TCPU", [("test_c_cpu", 1.0, 1.0)])
+    _junit_with_clock(tmp_path / "g-neuron.xml", "g.TPRIVATEUSE1", [("test_c_neuron", 1.0, 1.05)])
+    (row,) = bench.collect(tmp_path, "thread")  # f is left out, g is read
+    assert (row.file, row.cpu_s, row.neuron_s) == ("g", 1.0, 1.05)
 
 
 def test_the_suites_legs_record_each_tests_thread_cpu_time_in_their_junit_xml(tmp_path: Path) -> None:
