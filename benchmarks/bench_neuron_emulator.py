@@ -140,6 +140,8 @@ def _test_op_cases(device: str) -> dict[str, Callable[[], object]]:
     out = torch.empty(4, 4).to(device)
     y = (x + 1e-7).to(device)
     v = torch.randn(16).to(device)
+    q = torch.randn(2, 2, 4, 8).to(device)  # test_transformers' tiny attention inputs
+    qg = q.clone().requires_grad_()
     return {
         "randn 64x64": lambda: torch.randn(64, 64, device=device),
         "randint(0, 10, (64,))": lambda: torch.randint(0, 10, (64,), device=device),
@@ -160,6 +162,11 @@ def _test_op_cases(device: str) -> dict[str, Callable[[], object]]:
         "torch.isclose 4x4": lambda: torch.isclose(x, y),  # every assertEqual of a float tensor
         "dot 16": lambda: torch.dot(v, v),  # nn.LinearCrossEntropyLoss's chunks (test_modules)
         "x.neg_() 4x4": lambda: x.neg_(),
+        # on neuron: ATen's composite with the CPU's kernel choice (csrc/sdpa.cpp), or the Python kernel
+        "sdpa 2x2x4x8": lambda: nn.functional.scaled_dot_product_attention(q, q, q),
+        "sdpa 2x2x4x8 fwd+bwd": lambda: (
+            nn.functional.scaled_dot_product_attention(qg, qg, qg).sum().backward()
+        ),
         # freeze_rng_state saves and restores the device's generator (the CPU: its own, the direct call)
         "get_rng_state + set_rng_state": _rng_round_trip(device),
         # test_modules' recurrent layers: on neuron each call is a CPU island (cpu_islands.py)

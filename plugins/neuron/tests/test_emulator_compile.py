@@ -115,3 +115,33 @@ def test_dynamo_knows_the_device():
         assert interface.current_device() == 1 == interface.Worker.current_device()
     assert interface.current_device() == 0
     interface.synchronize()
+
+
+@pytest.mark.parametrize("case", ["flash", "bool-mask", "3-dim", "mask-requires-grad"])
+def test_compiled_sdpa_takes_the_kernel_eager_takes_bitwise(case):
+    # Traced with fake and functional tensors, SDPA must still take the CPU's kernel (its flash kernel
+    # where eager takes it): the compiled path's chooser entry (csrc/sdpa.cpp) reads the fake tensors'
+    # metadata, the Python path's sdp_choice asks about CPU stand-ins (compile.py).
+    g = torch.Generator().manual_seed(0)
+    shape = (3, 5, 8) if case == "3-dim" else (2, 3, 5, 8)
+    q, k, v = (torch.randn(shape, generator=g) for _ in range(3))
+    mask = {
+        "bool-mask": torch.rand(5, 5, generator=g) > 0.3,
+        "mask-requires-grad": torch.randn(5, 5, generator=g),
+    }.get(case)
+
+    def attend(q, k, v, m):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=m).square().sum()
+
+    def grads(fn, device):
+        qq, kk, vv = (t.to(device).requires_grad_() for t in (q, k, v))
+        m = None if mask is None else mask.to(device).requires_grad_(case == "mask-requires-grad")
+        wrt = (qq, kk, vv) + ((m,) if case == "mask-requires-grad" else ())
+        loss = fn(qq, kk, vv, m)
+        return [loss.detach().cpu(), *(t.cpu() for t in torch.autograd.grad(loss, wrt))]
+
+    torch._dynamo.reset()
+    cpu, eager = grads(attend, "cpu"), grads(attend, "neuron")
+    compiled = grads(torch.compile(attend, backend="neuron"), "neuron")
+    assert all(torch.equal(a, b) for a, b in zip(cpu, eager, strict=True))
+    assert all(torch.equal(a, b) for a, b in zip(eager, compiled, strict=True))

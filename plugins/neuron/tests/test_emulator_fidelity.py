@@ -160,6 +160,59 @@ def test_sdpa_forward_and_backward_match_the_cpu(mask: str | None, causal: bool)
     assert all(torch.equal(a, b) for a, b in zip(*results, strict=True))
 
 
+# Inputs of each kind the CPU's SDPA chooser tells apart (the compiled path asks it in C++, csrc/sdpa.cpp;
+# the Python path through composite_overrides._sdpa): flash-eligible, math-eligible (3 dims on torch < 2.15,
+# head dims that differ, dropout, a mask that needs its gradient), both mask kinds, a mask whose last
+# stride is not 1 (off the CPU that alone rules flash out), grouped-query heads, float64.
+SDPA_CASES = {
+    "flash": dict(shape=(2, 3, 5, 8)),
+    "flash-no-grad": dict(shape=(2, 3, 5, 8), grad=False),
+    "3-dim": dict(shape=(3, 5, 8)),
+    "3-dim-bool-mask": dict(shape=(3, 5, 8), mask="bool"),
+    "3-dim-no-grad": dict(shape=(3, 5, 8), grad=False),
+    "head-dims-differ": dict(shape=(2, 3, 5, 8), v_dim=6),
+    "bool-mask-4-dim": dict(shape=(2, 3, 5, 8), mask="bool4"),
+    "float-mask-strided": dict(shape=(2, 3, 5, 8), mask="float-t"),
+    "float-mask-requires-grad": dict(shape=(2, 3, 5, 8), mask="float-grad"),
+    "causal-scale": dict(shape=(2, 3, 5, 8), is_causal=True, scale=0.3),
+    "dropout": dict(shape=(2, 3, 5, 8), dropout_p=0.3),
+    "gqa": dict(shape=(2, 4, 5, 8), kv_heads=2, enable_gqa=True),
+    "float64": dict(shape=(2, 3, 5, 8), dtype=torch.float64),
+}
+
+
+def _sdpa_run(dev: str, shape, grad=True, mask=None, v_dim=None, kv_heads=None, dtype=torch.float32, **kw):
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(shape, generator=g, dtype=dtype)
+    kv_shape = (*shape[:-3], kv_heads, *shape[-2:]) if kv_heads else shape
+    k = torch.randn(kv_shape, generator=g, dtype=dtype)
+    v = torch.randn((*kv_shape[:-1], v_dim or shape[-1]), generator=g, dtype=dtype)
+    m = {
+        None: None,
+        "bool": torch.rand(5, 5, generator=g) > 0.3,
+        "bool4": torch.rand(2, 1, 5, 5, generator=g) > 0.3,
+        "float-t": torch.randn(5, 5, generator=g, dtype=dtype).t(),
+        "float-grad": torch.randn(5, 5, generator=g, dtype=dtype),
+    }[mask]
+    q, k, v = (t.to(dev).requires_grad_(grad) for t in (q, k, v))
+    m = None if m is None else m.to(dev).requires_grad_(mask == "float-grad")
+    torch.manual_seed(5)
+    if dev == "neuron":
+        torch.neuron.set_rng_state(torch.get_rng_state())  # dropout: the CPU's stream
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw)
+    if not grad:
+        return [out.cpu()]
+    wrt = (q, k, v) + ((m,) if m is not None and m.requires_grad else ())
+    return [out.detach().cpu(), *(t.cpu() for t in torch.autograd.grad(out.square().sum(), wrt))]
+
+
+@pytest.mark.parametrize("case", sorted(SDPA_CASES))
+def test_sdpa_is_the_cpus_bitwise_for_each_kind_of_input(case: str) -> None:
+    cpu, neuron = (_sdpa_run(dev, **SDPA_CASES[case]) for dev in ("cpu", "neuron"))
+    assert len(cpu) == len(neuron)
+    assert all(torch.equal(a, b) for a, b in zip(cpu, neuron, strict=True))
+
+
 def test_sgn_backward_gives_zero_gradients_on_neuron() -> None:
     x = torch.randn(3, device="neuron", requires_grad=True)
     torch.sgn(x).sum().backward()

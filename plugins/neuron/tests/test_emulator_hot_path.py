@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import json
+from functools import partial
 
 import pytest
 import torch
@@ -415,3 +416,46 @@ def test_set_with_a_storage_on_another_device_raises_the_python_kernels_error():
         t.set_(torch.UntypedStorage(16))
     with pytest.raises(RuntimeError, match="to a storage on device cpu. This is no longer allowed"):
         t.set_(torch.UntypedStorage(16), 0, (4,), (1,))
+
+
+def _attention_ops(fn) -> list[str]:
+    """The attention ops (and bmm, the math path's) that `fn` dispatches below autograd."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Seen(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ops: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func.overloadpacket))
+            return func(*args, **(kwargs or {}))
+
+    with Seen() as seen:
+        fn()
+    return [op for op in seen.ops if "attention" in op or op == "aten.bmm"]
+
+
+def test_compiled_sdpa_is_atens_composite_with_the_cpus_kernel_choice(compiled):
+    # No Python kernel at AutogradPrivateUse1 on this path: ATen's composite runs, asking the C++ core's
+    # entry in the SDPA chooser (csrc/sdpa.cpp), which answers what the CPU answers.
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    assert not has("aten::scaled_dot_product_attention", "AutogradPrivateUse1")
+    flash = torch.randn(2, 3, 5, 8)  # 4 dims, one head dim: the CPU takes its flash kernel
+    kernel, math = ["aten._scaled_dot_product_flash_attention_for_cpu"], ["aten.bmm"] * 2
+    for view, mask, expected in (
+        (lambda t: t, None, kernel),
+        (lambda t: t[..., ::2], None, math),  # last stride 2: the math path
+        (lambda t: t, torch.randn(5, 5), kernel),  # mask.t(), last stride 5: flash on the CPU, not on a GPU
+    ):
+        for d in ("cpu", "neuron"):
+            q, m = view(flash.to(d)), None if mask is None else mask.to(d).t()
+            seen = _attention_ops(partial(F.scaled_dot_product_attention, q, q, q, attn_mask=m))
+            assert seen == expected, d
+    # taken back, the composite runs the math path on neuron (what PyTorch does for a device without an entry)
+    compiled.enable_native_sdpa(False)
+    try:
+        q = flash.to("neuron")
+        assert _attention_ops(partial(F.scaled_dot_product_attention, q, q, q)) == math
+    finally:
+        compiled.enable_native_sdpa(True)

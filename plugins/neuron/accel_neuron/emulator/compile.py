@@ -69,7 +69,8 @@ def sdp_choice(
     traced (fake, functional or proxy tensors), ``_fused_sdp_choice`` reaches the meta kernel,
     which always answers "math" where the CPU picks its flash kernel, and the compiled graph
     would stop matching eager: there, the CPU kernel is asked about real CPU stand-ins of
-    the same geometry, dtype and ``requires_grad`` (shapes made concrete).
+    the same geometry, dtype and ``requires_grad`` (shapes made concrete). Used by the Python
+    per-op path's ``_sdpa``; the compiled path asks the CPU chooser in C++ (``csrc/sdpa.cpp``).
     """
     tensors = (query, key, value, attn_mask)
     if all(t is None or type(t) is torch.Tensor for t in tensors):

@@ -5,7 +5,10 @@ Some CompositeImplicitAutograd ops choose their decomposition by device:
 ``bernoulli_``/``div_``/``mul`` on the CPU, and ``scaled_dot_product_attention``
 takes the math path on PrivateUse1 but the CPU flash kernel on the CPU. To
 give bitwise CPU results, these are registered at AutogradPrivateUse1 with
-the decomposition the CPU would run (autograd then records the sub-ops).
+the decomposition the CPU would run (autograd then records the sub-ops). On the compiled per-op
+path neither is Python: dropout has C++ kernels (``csrc/dropout.cpp``), and SDPA runs ATen's own
+composite, whose backend chooser gets a neuron entry answering what the CPU's answers
+(``csrc/sdpa.cpp``); the Python kernels here serve the Python per-op path.
 
 Others have a dedicated CPU kernel next to their composite one
 (``mish_backward``, ``native_channel_shuffle``): the composite would win on
@@ -81,6 +84,7 @@ def _sdpa(
     enable_gqa: bool = False,
 ) -> torch.Tensor:
     # What the CPU runs: ask the CPU backend chooser, then call the CPU flash kernel or the math path.
+    # The Python per-op path's kernel; twin: csrc/sdpa.cpp (the compiled path: ATen's composite).
     # (sdp_choice: the CPU's answer, with the CPU's requires_grad flags, also while torch.compile traces)
     choice = sdp_choice(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     mask = _bool_mask_to_additive(attn_mask, query.dtype)
@@ -125,16 +129,19 @@ def register(lib: torch.library.Library, compiled: bool = False) -> None:
 
     `compiled`: the compiled per-op path is on; dropout then takes the C++ core's kernels
     (``csrc/dropout.cpp``: the same ops in the same order as :func:`_dropout_into`, so the same
-    random stream) instead of these Python ones.
+    random stream) instead of these Python ones, and SDPA ATen's composite with the CPU's kernel
+    choice (``csrc/sdpa.cpp``: ~11 us a tiny call against :func:`_sdpa`'s ~48, the CPU's ~8).
     """
     if compiled:
         from . import native
 
         native.enable_native_dropout()
+        # ATen's C++ composite with the CPU's kernel choice (csrc/sdpa.cpp): no Python in the call.
+        native.enable_native_sdpa()
     else:
         lib.impl("dropout", _dropout, "AutogradPrivateUse1")
         lib.impl("dropout_", _dropout_, "AutogradPrivateUse1")
-    lib.impl("scaled_dot_product_attention", _sdpa, "AutogradPrivateUse1")
+        lib.impl("scaled_dot_product_attention", _sdpa, "AutogradPrivateUse1")
     lib.impl("_efficientzerotensor", _efficientzerotensor, "PrivateUse1")
     for qualname in dedicated_cpu_kernel_ops() + [f"aten::{n}" for n in WHOLE_ON_DEVICE]:
         name = qualname.split("::", 1)[1]

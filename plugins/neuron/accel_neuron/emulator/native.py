@@ -54,6 +54,7 @@ _SOURCES = [
         "typed_kernels.cpp",
         "storage_setters.cpp",
         "dropout.cpp",
+        "sdpa.cpp",
         "registration.cpp",
     )
 ]
@@ -163,6 +164,7 @@ def load() -> bool:
         lib.accel_neuron_emulator_register_guard.argtypes = [ctypes.c_int]
         lib.accel_neuron_emulator_set_current_device.argtypes = [ctypes.c_int]
         lib.accel_neuron_emulator_enable_fast_path.argtypes = [ctypes.c_char_p] * 4
+        lib.accel_neuron_emulator_enable_native_sdpa.argtypes = [ctypes.c_int]
         lib.accel_neuron_emulator_last_error.restype = ctypes.c_char_p
         for name in ("memory_get", "memory_set"):
             getattr(lib, f"accel_neuron_emulator_{name}").argtypes = [
@@ -321,6 +323,17 @@ def enable_native_dropout() -> None:
     assert _lib is not None
     if _lib.accel_neuron_emulator_enable_native_dropout() != 0:
         _raise_last_error("the neuron emulator could not register its compiled dropout kernels")
+
+
+def enable_native_sdpa(on: bool = True) -> None:
+    """Give ATen's SDPA chooser a neuron entry that answers as the CPU's (``csrc/sdpa.cpp``), or take it back.
+
+    With it, ``scaled_dot_product_attention`` on neuron runs ATen's C++ composite with the CPU's
+    kernel choice, instead of the Python kernel ``composite_overrides._sdpa``.
+    """
+    assert _lib is not None
+    if _lib.accel_neuron_emulator_enable_native_sdpa(int(on)) != 0:
+        _raise_last_error("the neuron emulator could not register its SDPA kernel chooser")
 
 
 def memory_get(index: int) -> dict[str, int]:

@@ -13,6 +13,7 @@
 //   typed_kernels.cpp the typed (unboxed) kernels of the ops a training step calls most
 //   storage_setters.cpp set_ with a neuron storage: the CPU kernel on the neuron tensor itself
 //   dropout.cpp       aten::dropout / dropout_ as the CPU decomposes them
+//   sdpa.cpp          scaled_dot_product_attention: ATen's composite with the CPU's kernel choice
 //   registration.cpp  TORCH_LIBRARY(accel_neuron_emu) and the extern "C" API loaded with ctypes (native.py)
 //
 // Everything here is in namespace accel_neuron_emu except the extern "C" entry points.
@@ -390,6 +391,12 @@ bool register_storage_setter(torch::Library& lib, const std::string& name);
 
 at::Tensor dropout_kernel(const at::Tensor& input, double p, bool train);
 at::Tensor& dropout_inplace_kernel(at::Tensor& input, double p, bool train);
+
+// ---- scaled_dot_product_attention (sdpa.cpp) ---------------------------------------------------
+
+// Gives (on) or takes back (off) PrivateUse1's entry in ATen's SDPA backend chooser: with it, ATen's
+// composite runs on neuron tensors the kernel the CPU would run.
+void enable_sdp_choice(bool on);
 
 // ---- runtime.cpp ---------------------------------------------------------------------------------
 

@@ -113,6 +113,12 @@ int accel_neuron_emulator_enable_native_dropout() {
   });
 }
 
+// Give (on != 0) or take back (on == 0) PrivateUse1's entry in ATen's SDPA chooser (sdpa.cpp): with it,
+// scaled_dot_product_attention on neuron runs ATen's composite with the CPU's kernel choice.
+int accel_neuron_emulator_enable_native_sdpa(int on) {
+  return reporting([&] { accel_neuron_emu::enable_sdp_choice(on != 0); });
+}
+
 // Register the c10 device allocator of PrivateUse1 (torch.accelerator's memory functions read the
 // C++ core's statistics through it).
 int accel_neuron_emulator_register_device_allocator() {
