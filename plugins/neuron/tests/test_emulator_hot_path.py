@@ -77,6 +77,28 @@ def test_typed_kernels_return_in_place_arguments_and_hand_rejected_dtypes_to_the
         torch.mm(na, b)  # a CPU matrix: the Python kernel's device error
 
 
+def test_item_takes_the_compiled_path_and_reads_each_dtype_exactly(compiled):
+    # Tensor.item() (_local_scalar_dense) has a typed kernel: a Python number of the tensor's kind, exact
+    values = [
+        torch.tensor(2**62 + 1),  # past float64's integers
+        torch.tensor(True),
+        torch.tensor(-0.0),
+        torch.tensor(float("nan"), dtype=torch.float16),
+        torch.tensor(1.5 - 2j),
+        torch.tensor([[3.25]], dtype=torch.bfloat16),  # one element, not 0-dim
+    ]
+    on_device = [v.to("neuron") for v in values]
+    fast, slow = compiled.path_counts()
+    got = [v.item() for v in on_device]
+    assert compiled.path_counts() == (fast + len(values), slow)
+    for g, v in zip(got, values, strict=True):
+        want = v.item()
+        assert type(g) is type(want) and (g == want or (g != g and want != want))
+        assert str(g) == str(want)  # -0.0 keeps its sign
+    with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted to Scalar"):
+        torch.ones(2, device="neuron").item()
+
+
 def test_cpu_views_lent_again_follow_each_use_of_a_storage(compiled):
     # a storage's CPU view goes back to it after an op and is lent to the next one (views.cpp's
     # lend_view): each use still sees its own geometry, dtype and the storage's current memory
