@@ -28,6 +28,38 @@ def test_a_dense_op_takes_the_compiled_path_and_equals_the_cpu(compiled):
     assert torch.equal(out.cpu(), torch.addcmul(a, a, b, value=0.5))
 
 
+def test_a_kernels_fresh_result_is_a_neuron_tensor_like_any_other(compiled):
+    # A CPU kernel's fresh result is turned into the neuron result in place (allocator.cpp's to_neuron,
+    # `reuse`): its keys (autocast's included), device, version, inference flag and memory statistics must
+    # be those of a neuron tensor made directly, for typed, boxed and tuple results, in and out of inference mode.
+    gc.collect()
+    a = torch.randn(4, 6, generator=torch.Generator().manual_seed(5))
+    na = a.to("neuron")
+    base = torch.neuron.memory_allocated()
+    for inference in (False, True):
+        with torch.inference_mode(inference):
+            made = torch.empty(3, device="neuron")
+            # typed, boxed and tuple results
+            results = [na + 1, torch.sin(na), *torch.sort(na, dim=1), torch.cumsum(na, 0)]
+            expected = [a + 1, torch.sin(a), *torch.sort(a, dim=1), torch.cumsum(a, 0)]
+        for got, want in zip(results, expected, strict=True):
+            assert torch._C._dispatch_keys(got) == torch._C._dispatch_keys(made)
+            assert got.device == torch.device("neuron:0") and got.untyped_storage().device == got.device
+            assert got.is_inference() == inference and not got.is_cpu
+            assert torch.equal(got.cpu(), want)
+            if not inference:
+                assert got._version == 0
+                got.add_(1)  # the result's own version counter
+                assert got._version == 1
+        held = sum(r.untyped_storage().nbytes() for r in results) + made.untyped_storage().nbytes()
+        assert torch.neuron.memory_allocated() - base == held
+        del made, results, got
+        assert torch.neuron.memory_allocated() == base
+    x = na.clone().requires_grad_(True)
+    (torch.sin(x) * 3).sum().backward()  # autograd meta lands on the converted results as on any tensor
+    assert torch.equal(x.grad.cpu(), torch.cos(a) * 3)
+
+
 def test_typed_kernels_return_in_place_arguments_and_hand_rejected_dtypes_to_the_python_kernel(compiled):
     # mm, mul_, exp, ... have typed (unboxed) kernels on the compiled path: the same contract as the boxed one
     a, b = torch.randn(3, 4), torch.randn(4, 5)
@@ -44,6 +76,28 @@ def test_typed_kernels_return_in_place_arguments_and_hand_rejected_dtypes_to_the
     assert torch.equal(torch.view_as_real(got.cpu()), torch.view_as_real(torch.exp(c.to(torch.complex64)).to(got.dtype)))
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         torch.mm(na, b)  # a CPU matrix: the Python kernel's device error
+
+
+def test_item_takes_the_compiled_path_and_reads_each_dtype_exactly(compiled):
+    # Tensor.item() (_local_scalar_dense) has a typed kernel: a Python number of the tensor's kind, exact
+    values = [
+        torch.tensor(2**62 + 1),  # past float64's integers
+        torch.tensor(True),
+        torch.tensor(-0.0),
+        torch.tensor(float("nan"), dtype=torch.float16),
+        torch.tensor(1.5 - 2j),
+        torch.tensor([[3.25]], dtype=torch.bfloat16),  # one element, not 0-dim
+    ]
+    on_device = [v.to("neuron") for v in values]
+    fast, slow = compiled.path_counts()
+    got = [v.item() for v in on_device]
+    assert compiled.path_counts() == (fast + len(values), slow)
+    for g, v in zip(got, values, strict=True):
+        want = v.item()
+        assert type(g) is type(want) and (g == want or (g != g and want != want))
+        assert str(g) == str(want)  # -0.0 keeps its sign
+    with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted to Scalar"):
+        torch.ones(2, device="neuron").item()
 
 
 def test_cpu_views_lent_again_follow_each_use_of_a_storage(compiled):

@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <typeinfo>
 #include <unordered_map>
 
 namespace accel_neuron_emu {
@@ -272,6 +273,54 @@ c10::intrusive_ptr<c10::StorageImpl> neuron_storage_for(const c10::Storage& cpu,
   return new_storage_over(cpu, *index, /*take_over=*/false);
 }
 
+// The dispatch keys a TensorImpl made now (outside or inside inference mode) gets from the CPU key / the
+// neuron key, and whether _change_backend_component_keys turns the first into the second (checked once
+// against this torch's constructor: if not, no result is turned into a neuron tensor in place).
+struct ResultKeys {
+  c10::DispatchKeySet cpu[2];
+  c10::DispatchKeySet neuron[2];
+  bool ok = true;
+};
+
+const ResultKeys& result_keys() {
+  static const ResultKeys keys = [] {
+    ResultKeys k;
+    for (int mode = 0; mode < 2; ++mode) {
+      c10::InferenceMode guard(mode == 1);
+      auto meta = caffe2::TypeMeta::Make<float>();
+      auto c = c10::make_intrusive<c10::TensorImpl>(c10::DispatchKeySet(c10::DispatchKey::CPU), meta, c10::Device(c10::kCPU));
+      const c10::Device device(kNeuron, 0);
+      auto n = c10::make_intrusive<c10::TensorImpl>(c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), meta, device);
+      k.cpu[mode] = c->key_set();
+      k.neuron[mode] = n->key_set();
+      c->_change_backend_component_keys(device);
+      k.ok = k.ok && c->key_set() == k.neuron[mode];
+    }
+    return k;
+  }();
+  return keys;
+}
+
+// Whether CPU kernel result `c` can become the neuron tensor over its own memory in place: nothing else
+// holds or observes it (one reference, no weak one, no Python object, no autograd data), it is a plain
+// dense TensorImpl with exactly the keys, version (0, its own counter) and bits a fresh one made now has,
+// and its storage is fresh (taken over). Then only its storage, device and backend keys differ from the
+// neuron tensor to_neuron would make, and those are what the conversion sets.
+bool becomes_neuron(const at::Tensor& c) {
+  c10::TensorImpl* impl = c.unsafeGetTensorImpl();
+  const ResultKeys& keys = result_keys();
+  const int mode = c10::InferenceMode::is_enabled() ? 1 : 0;
+  if (!keys.ok || c.use_count() != 1 || c.weak_use_count() != 1 || impl->key_set() != keys.cpu[mode] ||
+      typeid(*impl) != typeid(c10::TensorImpl) || impl->autograd_meta() != nullptr ||
+      impl->pyobj_slot()->load_pyobj() != nullptr || impl->is_wrapped_number() ||
+      impl->has_symbolic_sizes_strides() || impl->get_backend_meta() != nullptr ||
+      !impl->allow_tensor_metadata_change() || !is_fresh(c.storage())) {
+    return false;
+  }
+  // an inference tensor has no version counter, as a neuron tensor made in inference mode
+  return mode == 1 || (impl->version_counter().current_version() == 0 && impl->unique_version());
+}
+
 }  // namespace
 
 NeuronMemory::~NeuronMemory() {
@@ -312,13 +361,20 @@ void rethrow_as_oom(const c10::Error& e, int index) {
   TORCH_CHECK_WITH(OutOfMemoryError, false, oom_message(nbytes, index < 0 ? 0 : index, held, over ? nullptr : &reason));
 }
 
-at::Tensor to_neuron(const at::Tensor& c, int64_t index, const LentViews* lent) {
+at::Tensor to_neuron(const at::Tensor& c, int64_t index, const LentViews* lent, bool reuse) {
   TORCH_CHECK_NOT_IMPLEMENTED(  // NotImplementedError: fallback.py turns it into the emulator's limit error
       c.layout() == c10::kStrided, "the neuron emulator holds dense (torch.strided) tensors only; got a ",
       c.layout(), " tensor (keep sparse tensors on the CPU, or call .to_dense() before moving them to neuron)");
   TORCH_CHECK_NOT_IMPLEMENTED(  // fallback.py names the op and TorchNeuron's table (quantized: N)
       !c.is_quantized(), "the neuron device holds no quantized tensors");
   int i = static_cast<int>(index);
+  if (reuse && becomes_neuron(c)) {
+    // is_fresh: taken over, so storage and device are new_storage_over's, as neuron_storage_for's would be
+    c10::TensorImpl* impl = c.unsafeGetTensorImpl();
+    impl->set_storage_keep_dtype(c10::Storage(new_storage_over(c.storage(), i, /*take_over=*/true)));
+    impl->_change_backend_component_keys(impl->storage().device());
+    return c;
+  }
   auto st = neuron_storage_for(c.storage(), &i, lent);
   auto impl = c10::make_intrusive<c10::TensorImpl>(
       c10::Storage(std::move(st)), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c.dtype());

@@ -163,8 +163,10 @@ c10::DataPtr adopt_host_memory(const c10::Storage& host, int index, c10::Storage
 struct LentViews;
 // A neuron tensor over the memory of CPU tensor `c` (zero-copy, same geometry and dtype): over the neuron
 // storage that already holds that memory (one whose CPU views `lent` lent, or one the data-pointer map
-// names), else over a new one on device `index`.
-at::Tensor to_neuron(const at::Tensor& c, int64_t index, const LentViews* lent = nullptr);
+// names), else over a new one on device `index`. `reuse` (a CPU kernel's result, which the caller gives up):
+// a fresh `c` (see becomes_neuron in allocator.cpp) is turned into that neuron tensor itself and returned,
+// saving a TensorImpl and its geometry copy; it is then indistinguishable from a new neuron tensor.
+at::Tensor to_neuron(const at::Tensor& c, int64_t index, const LentViews* lent = nullptr, bool reuse = false);
 // A uint8 neuron tensor over a new storage of `nbytes` on device `index` (``UntypedStorage(n, device=...)``):
 // host memory taken over, counted; the host's failure or the device's capacity raise c10::OutOfMemoryError.
 at::Tensor new_storage(int64_t nbytes, int64_t index);
@@ -346,8 +348,9 @@ inline at::Tensor view_if_neuron(const at::Tensor& t, LentViews& lent) {
 
 // A result of the CPU kernel as the op's result on device `index`: a CPU tensor becomes a neuron tensor
 // over the same memory (a lent storage's, when it is theirs: `lent`); anything else is returned as is.
+// The caller replaces `t` with the result (a fresh `t` may become it: to_neuron's `reuse`).
 inline at::Tensor as_neuron_result(const at::Tensor& t, int index, const LentViews& lent) {
-  if (t.defined() && t.device().type() == c10::DeviceType::CPU) return to_neuron(t, index, &lent);
+  if (t.defined() && t.device().type() == c10::DeviceType::CPU) return to_neuron(t, index, &lent, /*reuse=*/true);
   return t;
 }
 

@@ -12,6 +12,7 @@
 #include "emulator.h"
 
 #include <ATen/ops/_log_softmax_backward_data_ops.h>
+#include <ATen/ops/_local_scalar_dense_ops.h>
 #include <ATen/ops/_log_softmax_ops.h>
 #include <ATen/ops/_softmax_backward_data_ops.h>
 #include <ATen/ops/_softmax_ops.h>
@@ -119,6 +120,10 @@ inline std::decay_t<T> cpu_arg(const T& value, LentViews& /*lent*/) {
 inline at::Tensor wrap_result(at::Tensor&& t, int index, const LentViews& lent) {
   return as_neuron_result(t, index, lent);
 }
+// A scalar result (Tensor.item()'s _local_scalar_dense) is the op's result as it is.
+inline c10::Scalar wrap_result(c10::Scalar&& s, int /*index*/, const LentViews& /*lent*/) {
+  return std::move(s);
+}
 template <class... T>
 inline std::tuple<T...> wrap_result(std::tuple<T...>&& t, int index, const LentViews& lent) {
   return std::apply([index, &lent](auto&&... x) { return std::tuple<T...>(wrap_result(std::move(x), index, lent)...); },
@@ -209,6 +214,8 @@ const std::vector<UnboxedEntry>& unboxed_ops() {
       // what PyTorch's test_modules runs most through the boxed kernel (nn.LinearCrossEntropyLoss's chunks)
       o::dot, o::exp_, o::log_, o::neg_, o::index_add_, o::addmm_, o::masked_fill__Scalar, o::nll_loss2d_forward,
       o::nll_loss2d_backward,
+      // Tensor.item(), which PyTorch's test files call between ops (test_modules: ~190k calls)
+      o::_local_scalar_dense,
       // composite_overrides.WHOLE_ON_DEVICE: served whole (the CPU's composite once, on CPU views)
       o::isclose>();
   return table;
