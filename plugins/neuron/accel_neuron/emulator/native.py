@@ -47,6 +47,7 @@ _SOURCES = [
         "runtime.cpp",
         "allocator.cpp",
         "cow.cpp",
+        "storage_ops.cpp",
         "device_allocator.cpp",
         "views.cpp",
         "plans.cpp",

@@ -6,6 +6,7 @@
 //   runtime.cpp       the PrivateUse1 hooks: device generators, pinned host memory, device queries
 //   allocator.cpp     neuron storages (DataPtr context NeuronMemory), memory statistics, out-of-memory text
 //   cow.cpp           copy-on-write neuron storages (Tensor._lazy_clone) and their materialization
+//   storage_ops.cpp   UntypedStorage.resize_, slices and clone() of a neuron storage (limits.py's patches)
 //   device_allocator.cpp  the c10 device allocator of PrivateUse1: the statistics through c10's API
 //   views.cpp         CPU views of neuron tensors (lent to CPU kernels and given back per storage: inline here)
 //   plans.cpp         per-op plans: which calls the compiled path serves (routing.py's tables)
@@ -177,6 +178,8 @@ at::Tensor clone_storage(const c10::Storage& src);
 // Put the memory of neuron storage `st` in the data-pointer map (once): a CPU tensor over it leaves the
 // C++ kernels (the cpu_view op), so a later result over that memory must find `st` from its pointer.
 void map_memory(c10::StorageImpl* st, NeuronMemory* mem);
+// A non-resizable CPU storage over the `nbytes` at `ptr`, keeping `owner` alive (allocator.cpp).
+c10::Storage alias_over(void* ptr, int64_t nbytes, const c10::Storage& owner);
 // UntypedStorage.resize_ on the storage of neuron tensor `t`: new memory (old bytes kept), same storage.
 void resize_storage(const at::Tensor& t, int64_t nbytes);
 // UntypedStorage[start:start + nbytes] of the storage of neuron tensor `t`: a uint8 neuron tensor over a
