@@ -171,20 +171,23 @@ at::Tensor to_neuron(const at::Tensor& c, int64_t index, const LentViews* lent =
 // A uint8 neuron tensor over a new storage of `nbytes` on device `index` (``UntypedStorage(n, device=...)``):
 // host memory taken over, counted; the host's failure or the device's capacity raise c10::OutOfMemoryError.
 at::Tensor new_storage(int64_t nbytes, int64_t index);
-// ``UntypedStorage.clone()`` of neuron storage `src` in one call: a uint8 neuron tensor over a new storage
-// (new_storage: counted, OOM as there) holding a copy of its bytes. c10::NotImplementedError for a storage
-// the emulator did not make (the caller takes PyTorch's own clone).
-at::Tensor clone_storage(const c10::Storage& src);
 // Put the memory of neuron storage `st` in the data-pointer map (once): a CPU tensor over it leaves the
 // C++ kernels (the cpu_view op), so a later result over that memory must find `st` from its pointer.
 void map_memory(c10::StorageImpl* st, NeuronMemory* mem);
 // A non-resizable CPU storage over the `nbytes` at `ptr`, keeping `owner` alive (allocator.cpp).
 c10::Storage alias_over(void* ptr, int64_t nbytes, const c10::Storage& owner);
+
+// ---- operations on a neuron storage (storage_ops.cpp): limits.py's UntypedStorage patches ---------
+
 // UntypedStorage.resize_ on the storage of neuron tensor `t`: new memory (old bytes kept), same storage.
 void resize_storage(const at::Tensor& t, int64_t nbytes);
 // UntypedStorage[start:start + nbytes] of the storage of neuron tensor `t`: a uint8 neuron tensor over a
 // new storage sharing those bytes (not counted as allocated; it keeps the sliced storage alive).
 at::Tensor storage_slice(const at::Tensor& t, int64_t start, int64_t nbytes);
+// ``UntypedStorage.clone()`` of neuron storage `src` in one call: a uint8 neuron tensor over a new storage
+// (new_storage: counted, OOM as there) holding a copy of its bytes. c10::NotImplementedError for a storage
+// the emulator did not make (the caller takes PyTorch's own clone).
+at::Tensor clone_storage(const c10::Storage& src);
 
 // Geometry and lazy bits of `from` onto `impl` (int sizes when they are plain ints: cheaper).
 inline void copy_geometry(c10::TensorImpl* impl, const at::Tensor& from) {
