@@ -70,3 +70,40 @@ def test_an_op_whose_tensors_the_plan_cannot_take_apart_is_refused_when_made_an_
     assert cpu_islands._Plan(torch.ops.aten.lstm.input).single is False  # a known layout is taken
     with pytest.raises(EmulatorError, match=r"aten::index takes \['List\[Optional\[Tensor\]\]'\]"):
         cpu_islands._Plan(torch.ops.aten.index.Tensor)
+
+
+def test_an_islands_cpu_graph_joins_the_devices_so_backward_runs_no_python(neuron_emulator, monkeypatch) -> None:
+    # With the C++ core's storage path, an island's inputs that require grad enter its CPU graph as
+    # autograd's own copies and its outputs leave it the same way: the caller's one engine run goes
+    # through the CPU graph with no autograd Function (Python) and no second engine run.
+    from accel_neuron.emulator import cpu_islands, storage
+
+    if storage.active().share_version is None:
+        pytest.skip("the Python storage path keeps the island behind an autograd Function")
+    want = _lstm_step("cpu")
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an island ran its backward through Python")
+
+    monkeypatch.setattr(cpu_islands._Island, "backward", staticmethod(refuse))
+    monkeypatch.setattr(cpu_islands, "_run_engine", refuse)
+    got = _lstm_step(neuron_emulator)
+    for g, w in zip(got, want, strict=True):
+        assert torch.equal(g, w)
+
+
+def test_an_islands_cpu_copy_of_a_strided_input_keeps_its_strides(neuron_emulator) -> None:
+    # test_modules' non-contiguous inputs: the CPU op sees the strides the CPU leg's op sees.
+    from accel_neuron.emulator import cpu_islands, storage
+
+    if storage.active().share_version is None:
+        pytest.skip("the Python storage path lends zero-copy views instead")
+    t = torch.randn(3, 8, device=neuron_emulator)[:, ::2].requires_grad_()
+    c = cpu_islands._cpu_copy(t, storage.active().share_version)
+    assert c.device.type == "cpu" and c.stride() == t.stride() and torch.equal(c, t.cpu())
+    expanded = torch.randn(1, 4, device=neuron_emulator).expand(3, 4)
+    assert torch.equal(cpu_islands._cpu_copy(expanded, storage.active().share_version), expanded.cpu())
+    before = c._version
+    with torch.no_grad():
+        t.add_(1)  # the copy counts its versions with its input: an in-place change after forward shows
+    assert c._version == t._version == before + 1

@@ -26,6 +26,7 @@ def path() -> StoragePath:
     native_lazy_clone = ops.lazy_clone.default._op  # c10 copy-on-write (csrc/cow.cpp)
     native_new_storage = ops.new_storage.default._op
     native_clone_storage = ops.clone_storage.default._op
+    native_share_version = ops.share_version.default._op
 
     def new_storage(nbytes: int, index: int) -> torch.UntypedStorage:
         """A new neuron storage of `nbytes` on device `index` (C++ core: host memory taken over, counted)."""
@@ -67,4 +68,5 @@ def path() -> StoragePath:
         lazy_clone=native_lazy_clone,
         new_storage=new_storage,
         clone_storage=clone_storage,
+        share_version=native_share_version,
     )

@@ -51,7 +51,9 @@ class StoragePath:
     ``UntypedStorage(nbytes, device=...)`` in one call, where the path has it (None: limits.py wraps a
     new CPU storage with ``neuron_storage_for``). ``clone_storage(st)``: ``st.clone()`` (what
     ``copy.deepcopy`` of a neuron tensor calls) in one call, where the path has it (None: PyTorch's
-    clone, a new storage then ``copy_``).
+    clone, a new storage then ``copy_``). ``share_version(t, src)``: CPU tensor `t` counts its
+    versions with `src`'s counter from then on, where the path has it (None: the recurrent islands
+    keep their CPU graph behind an autograd Function instead, :mod:`.cpu_islands`).
     """
 
     name: str
@@ -65,6 +67,7 @@ class StoragePath:
     lazy_clone: Callable[[torch.Tensor], torch.Tensor]
     new_storage: Callable[[int, int], torch.UntypedStorage] | None = None
     clone_storage: Callable[[torch.UntypedStorage], torch.UntypedStorage] | None = None
+    share_version: Callable[[torch.Tensor, torch.Tensor], None] | None = None
 
 
 _active: StoragePath | None = None
