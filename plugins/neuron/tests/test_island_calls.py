@@ -94,15 +94,15 @@ def test_an_islands_cpu_graph_joins_the_devices_so_backward_runs_no_python(neuro
 
 def test_an_islands_cpu_copy_of_a_strided_input_keeps_its_strides(neuron_emulator) -> None:
     # test_modules' non-contiguous inputs: the CPU op sees the strides the CPU leg's op sees.
-    from accel_neuron.emulator import cpu_islands, storage
+    from accel_neuron.emulator import island_join, storage
 
     if storage.active().share_version is None:
         pytest.skip("the Python storage path lends zero-copy views instead")
     t = torch.randn(3, 8, device=neuron_emulator)[:, ::2].requires_grad_()
-    c = cpu_islands._cpu_copy(t, storage.active().share_version)
+    c = island_join._cpu_copy(t, storage.active().share_version)
     assert c.device.type == "cpu" and c.stride() == t.stride() and torch.equal(c, t.cpu())
     expanded = torch.randn(1, 4, device=neuron_emulator).expand(3, 4)
-    assert torch.equal(cpu_islands._cpu_copy(expanded, storage.active().share_version), expanded.cpu())
+    assert torch.equal(island_join._cpu_copy(expanded, storage.active().share_version), expanded.cpu())
     before = c._version
     with torch.no_grad():
         t.add_(1)  # the copy counts its versions with its input: an in-place change after forward shows
