@@ -25,14 +25,20 @@ Run after the suite::
     python benchmarks/bench_suite_time.py .cache/pytorch-index/.accel-torch [--json out.json]
 
 or let it run the suite first: ``--run TREE FILE ...`` (through ``torch_suite.py`` in this
-environment). Exit status 0 when the total ratio is within the target, 1 when it is not, 2 when
-there is nothing to compare.
+environment). One run's ratio moves with the neighbours' load (test_modules.py, the same code, five
+runs with both legs at once: 1.08x-1.16x), so a verdict can rest on several: ``--run ... --repeat N``
+keeps each run's junit XML in ``<results>/run-K/``, and several results folders given at once
+(``bench_suite_time.py DIR1 DIR2 ...``) are read as runs of one suite: each run's total ratio is
+printed, and the verdict is their median's. Exit status 0 when the (median) total ratio is within
+the target, 1 when it is not, 2 when there is nothing to compare.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
+import statistics
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -151,35 +157,87 @@ def print_table(rows: list[FileTimes]) -> None:
               f"{row.accelerator_only:>10} {row.accelerator_only_s:>8.1f}")  # fmt: skip
 
 
+def run_suite(tree: Path, files: list[str], repeat: int) -> list[Path]:
+    """Run ``torch_suite.py TREE FILE...`` (`files`: its files and options) `repeat` times: the folders holding each run's junit XML (one
+    run: the suite's own ``TREE/.accel-torch``; more: a copy of each in ``TREE/.accel-torch/run-K``)."""
+    results = tree / ".accel-torch"
+    if repeat == 1:
+        subprocess.run([sys.executable, str(SCRIPTS / "torch_suite.py"), str(tree), *files], check=False)
+        return [results]
+    runs = []
+    for k in range(1, repeat + 1):
+        subprocess.run([sys.executable, str(SCRIPTS / "torch_suite.py"), str(tree), *files], check=False)
+        kept = results / f"run-{k}"
+        shutil.rmtree(kept, ignore_errors=True)  # a kept run of an earlier call must not mix with this one
+        kept.mkdir(parents=True)
+        for xml in results.glob("*.xml"):
+            shutil.copy2(xml, kept / xml.name)
+        runs.append(kept)
+    return runs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", type=Path, nargs="?", help="folder of <file>-cpu.xml / <file>-neuron.xml")
-    parser.add_argument("--run", nargs="+", metavar="TREE_OR_FILE", help="run torch_suite.py TREE FILE... first")
+    parser.add_argument(
+        "results", type=Path, nargs="*",
+        help="folder of <file>-cpu.xml / <file>-neuron.xml; several: runs of one suite, judged by their median",
+    )  # fmt: skip
+    parser.add_argument(
+        "--run", nargs="+", metavar="TREE_OR_FILE",
+        help="run torch_suite.py TREE FILE... first",
+    )  # fmt: skip
+    parser.add_argument("--concurrent-legs", action="store_true", help="with --run: torch_suite.py's, both legs at once")
+    parser.add_argument("--pytest-args", help="with --run: torch_suite.py's, options for every pytest run, one string")
+    parser.add_argument("--repeat", type=int, default=1, help="with --run: run the suite this many times (default 1)")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument(
         "--clock", choices=CLOCKS, default="wall",
         help="wall: pytest's time per test (the target's measure); thread: each test call's thread CPU time",
     )  # fmt: skip
     args = parser.parse_args(argv)
-    results = args.results
+    suite_options = ["--concurrent-legs"] if args.concurrent_legs else []
+    if args.pytest_args:
+        suite_options += ["--pytest-args", args.pytest_args]
+    if suite_options and not args.run:
+        parser.error("--concurrent-legs and --pytest-args are torch_suite.py's: give --run TREE [FILE ...] with them")
+    if args.repeat < 1:
+        parser.error(f"--repeat takes a count of runs (1 or more), not {args.repeat}")
+    folders: list[Path] = list(args.results)
+    if args.run and folders:
+        parser.error(f"--run writes its own results: give no results folder with it (got {' '.join(map(str, folders))})")
     if args.run:
-        tree = Path(args.run[0]).resolve()
-        subprocess.run([sys.executable, str(SCRIPTS / "torch_suite.py"), str(tree), *args.run[1:]], check=False)
-        results = results or tree / ".accel-torch"
-    if results is None:
-        parser.error("give the results folder, or --run TREE [FILE ...]")
-    rows = collect(results, args.clock)
-    if not rows:
-        print(f"bench_suite_time: no file in {results} has junit XML for both cpu and neuron", file=sys.stderr)
+        folders = run_suite(Path(args.run[0]).resolve(), [*args.run[1:], *suite_options], args.repeat)
+    elif args.repeat != 1:
+        parser.error("--repeat runs the suite: give --run TREE [FILE ...] with it")
+    if not folders:
+        parser.error("give the results folder(s), or --run TREE [FILE ...]")
+    runs = [(folder, collect(folder, args.clock)) for folder in folders]
+    runs = [(folder, rows) for folder, rows in runs if rows]
+    if not runs:
+        names = ", ".join(str(f) for f in folders)
+        print(f"bench_suite_time: no file in {names} has junit XML for both cpu and neuron", file=sys.stderr)
         return 2
-    print_table(rows)
-    whole = total(rows)
-    verdict = whole.ratio is not None and whole.ratio <= TARGET
-    print(f"\nneuron / cpu on the same tests ({args.clock} clock): {_ratio_text(whole)} (target <= {TARGET:.2f}x): "
+    for folder, rows in runs:
+        if len(runs) > 1:
+            print(f"\n{folder}:")
+        print_table(rows)
+    ratios = [r for r in (total(rows).ratio for _, rows in runs) if r is not None]
+    ratio = statistics.median(ratios) if ratios else None
+    verdict = ratio is not None and ratio <= TARGET
+    what = "" if len(runs) == 1 else f"median of {len(runs)} runs ({', '.join(f'{r:.2f}x' for r in ratios)}) "
+    shown = "-" if ratio is None else f"{ratio:.2f}x"
+    print(f"\nneuron / cpu on the same tests ({args.clock} clock): {what}{shown} (target <= {TARGET:.2f}x): "
           f"{'within' if verdict else 'over'}")  # fmt: skip
     if args.json:
-        rows_out = [asdict(r) | {"ratio": r.ratio} for r in [*rows, whole]]
-        payload = {"target": TARGET, "clock": args.clock, "rows": rows_out}
+        payload = {
+            "target": TARGET, "clock": args.clock, "ratio": ratio,
+            "runs": [
+                {"results": str(folder), "rows": [asdict(r) | {"ratio": r.ratio} for r in [*rows, total(rows)]]}
+                for folder, rows in runs
+            ],
+        }  # fmt: skip
+        if len(runs) == 1:
+            payload["rows"] = payload["runs"][0]["rows"]  # type: ignore[index]  # the one run's rows, as before
         args.json.write_text(json.dumps(payload, indent=2) + "\n")
     return 0 if verdict else 1
 

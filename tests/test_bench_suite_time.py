@@ -97,3 +97,35 @@ def test_the_suites_legs_record_each_tests_thread_cpu_time_in_their_junit_xml(tm
     sleep = next(v for k, v in times.items() if k.endswith("test_sleep"))
     assert spin[0] == "passed" and 0.05 <= spin[1] < 1.0
     assert sleep[0] == "passed" and sleep[1] < 0.05  # sleeping is not the test's work
+
+
+def test_several_results_folders_are_runs_of_one_suite_judged_by_their_median(tmp_path: Path, capsys) -> None:
+    # one run's ratio moves with the machine's load: the verdict rests on the median run, not on any one
+    def run(name: str, neuron_s: float) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        _junit(folder / "f-cpu.xml", "f.TCPU", [("test_a_cpu", 10.0, "passed")])
+        _junit(folder / "f-neuron.xml", "f.TPRIVATEUSE1", [("test_a_neuron", neuron_s, "passed")])
+        return folder
+
+    within = [run("a", 10.5), run("b", 12.0), run("c", 10.8)]  # 1.05x, 1.20x, 1.08x: median 1.08x
+    assert bench.main([str(f) for f in within]) == 0
+    assert "median of 3 runs (1.05x, 1.20x, 1.08x) 1.08x" in capsys.readouterr().out
+    over = [run("d", 12.0), run("e", 11.5), run("f", 10.5)]  # median 1.15x
+    assert bench.main([str(f) for f in over]) == 1
+    out = tmp_path / "runs.json"
+    assert bench.main([*(str(f) for f in over), "--json", str(out)]) == 1
+    import json
+
+    payload = json.loads(out.read_text())
+    assert abs(payload["ratio"] - 1.15) < 1e-9 and len(payload["runs"]) == 3
+    capsys.readouterr()
+    assert bench.main([str(tmp_path / "a")]) == 0 and "median" not in capsys.readouterr().out  # one run: its own ratio
+
+
+def test_repeat_without_a_suite_to_run_is_refused(tmp_path: Path) -> None:
+    import pytest
+
+    with pytest.raises(SystemExit) as e:
+        bench.main([str(tmp_path), "--repeat", "3"])
+    assert e.value.code == 2
