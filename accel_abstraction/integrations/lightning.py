@@ -22,6 +22,9 @@ connectors are taught the matching choices, also on import:
   Fabric's versions also re-link an optimizer made before ``fabric.setup`` to the moved
   parameters (as Fabric does for XLA: moving to a PrivateUse1 device makes new ones);
 * ``"16-mixed"`` / ``"bf16-mixed"``: ``MixedPrecision`` autocasting the backend's device type.
+* the DDP strategies' default group, which Lightning leaves to interpreter exit, settles there before
+  it is destroyed (every rank finished its last collective: on gloo a rank tearing down early can
+  abort its peer, docs/distributed.md).
 
 Nothing else happens on import: the backend is selected when Lightning first asks the
 accelerator for its devices.
@@ -29,6 +32,7 @@ accelerator for its devices.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 from collections.abc import Callable
@@ -156,9 +160,32 @@ class _KeepsOptimizerParameters:
         return super().setup_module_and_optimizers(module, optimizers, *args, **kwargs)  # type: ignore[misc]
 
 
+#: Seconds each wait of the exit-time settle may take (a peer that already exited ends it at once).
+SETTLE_AT_EXIT_S = 60.0
+_settle_registered = False
+
+
+def _settle_at_exit() -> None:
+    """Fabric and the Trainer leave their default group alive to interpreter exit, where a gloo rank that
+    tears its connections down while a peer is still in its last collective can abort that peer
+    (``terminate called without an active exception``; docs/distributed.md): every rank settles first
+    (:func:`~accel_abstraction.distributed.teardown.settle_before_destroy`), then the group is destroyed.
+    Nothing happens when the script destroyed it itself."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    from ..distributed.teardown import settle_before_destroy
+
+    settle_before_destroy("Lightning's DDP at interpreter exit", SETTLE_AT_EXIT_S)
+    dist.destroy_process_group()
+
+
 def _connect(strategy: Any) -> None:
     """``init_process_group`` as accel's backend wants it: its collective library, and a ``device_id`` only
-    where the backend binds groups to devices (``Backend.dist_device_id``; Lightning always passes one)."""
+    where the backend binds groups to devices (``Backend.dist_device_id``; Lightning always passes one);
+    the group settles before it is destroyed at interpreter exit (:func:`_settle_at_exit`)."""
+    global _settle_registered
     from lightning.fabric.utilities.distributed import _init_dist_connection
 
     backend = strategy.accelerator.backend()
@@ -168,6 +195,9 @@ def _connect(strategy: Any) -> None:
     if device_id is not None:
         kwargs["device_id"] = device_id
     _init_dist_connection(strategy.cluster_environment, strategy._process_group_backend, **kwargs)
+    if not _settle_registered:
+        atexit.register(_settle_at_exit)
+        _settle_registered = True
 
 
 def _wrap_ddp(strategy: Any, module: torch.nn.Module, device_ids: list[int] | None) -> Any:

@@ -70,3 +70,21 @@ def test_trainer_ddp_runs_on_two_emulated_devices(tmp_path: Any) -> None:
     got = _run(tmp_path, NEURON_ENV, "trainer", "--devices", "2")
     assert got["world"] == 2 and got["device"] == "neuron:0" and got["strategy"] == "AccelDDPStrategy"
     assert len(got["losses"]) == 2  # the DistributedSampler gave rank 0 two of the three batches
+
+
+@pytest.mark.slow  # starts an interpreter (docs/testing.md)
+def test_lightnings_default_group_settles_and_is_destroyed_at_interpreter_exit(tmp_path: Any) -> None:
+    # Fabric and the Trainer leave their group to interpreter exit, where a gloo rank tearing down while its
+    # peer is in its last collective can abort the peer ("terminate called without an active exception",
+    # this file's two-rank Fabric case: 1 of 3 runs before). accel's strategies settle, then destroy it.
+    code = (
+        "import json, warnings, torch.distributed as dist\n"
+        "from accel_abstraction.integrations import lightning as accel_lightning\n"
+        "accel_lightning._settle_at_exit()  # no group yet: nothing to do\n"
+        "dist.init_process_group('gloo', init_method='tcp://127.0.0.1:" + free_port() + "', rank=0, world_size=1)\n"
+        "with warnings.catch_warnings():\n"
+        "    warnings.simplefilter('error')  # the settle must succeed, not warn and destroy anyway\n"
+        "    accel_lightning._settle_at_exit()\n"
+        "print(json.dumps({'initialized': dist.is_initialized()}))\n"
+    )
+    assert last_json(run_python(["-c", code], CPU_ENV, cwd=tmp_path)) == {"initialized": False}
