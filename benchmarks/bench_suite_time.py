@@ -158,15 +158,15 @@ def print_table(rows: list[FileTimes]) -> None:
 
 
 def run_suite(tree: Path, files: list[str], repeat: int) -> list[Path]:
-    """Run ``torch_suite.py TREE FILE...`` (`files`: its files and options) `repeat` times: the folders holding each run's junit XML (one
-    run: the suite's own ``TREE/.accel-torch``; more: a copy of each in ``TREE/.accel-torch/run-K``)."""
+    """Run ``torch_suite.py TREE FILE...`` (`files`: its files and options) `repeat` times: the folders
+    holding each run's junit XML (one run: the suite's own ``TREE/.accel-torch``; more: a copy of each
+    run's in ``TREE/.accel-torch/run-K``)."""
     results = tree / ".accel-torch"
-    if repeat == 1:
-        subprocess.run([sys.executable, str(SCRIPTS / "torch_suite.py"), str(tree), *files], check=False)
-        return [results]
     runs = []
     for k in range(1, repeat + 1):
         subprocess.run([sys.executable, str(SCRIPTS / "torch_suite.py"), str(tree), *files], check=False)
+        if repeat == 1:
+            return [results]
         kept = results / f"run-{k}"
         shutil.rmtree(kept, ignore_errors=True)  # a kept run of an earlier call must not mix with this one
         kept.mkdir(parents=True)

@@ -1,7 +1,7 @@
 // What the C++ core registers with PyTorch, and its extern "C" API for ctypes (native.py).
 //
 // Torch ops accel_neuron_emu::{to_neuron, cpu_view, new_storage, clone_storage, resize_storage, storage_slice, lazy_clone} (storage.py's
-// native mode) and share_version (cpu_islands.py); the compiled per-op path's kernels (kernels.cpp, typed_kernels.cpp, dropout.cpp),
+// native mode) and share_version (island_join.py); the compiled per-op path's kernels (kernels.cpp, typed_kernels.cpp, dropout.cpp),
 // registered when native.py enables them; and C functions: registration, memory statistics,
 // counters. The functions that can fail return 0, or -1 with the reason in
 // accel_neuron_emulator_last_error().
@@ -57,7 +57,7 @@ TORCH_LIBRARY(accel_neuron_emu, m) {
   m.def("python_check_room(Tensor holder) -> int");  // python_cow.py implements these two
   m.def("python_own_memory(Tensor holder) -> int");
   // An island's CPU copy of a neuron input shares the input's version counter, so that an in-place
-  // change of the input after forward fails the CPU graph's backward as on the CPU (cpu_islands.py).
+  // change of the input after forward fails the CPU graph's backward as on the CPU (island_join.py).
   m.def("share_version(Tensor t, Tensor src) -> ()", [](const at::Tensor& t, const at::Tensor& src) {
     t.unsafeGetTensorImpl()->set_version_counter(src.unsafeGetTensorImpl()->version_counter());
   });
