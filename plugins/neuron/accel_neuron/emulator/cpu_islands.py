@@ -145,7 +145,9 @@ class _Call:
                         fallback.own_checks_first(self.op, info.name, lambda: self.run_cpu(_cpu_all(self.tensors)))
                     raise fallback.device_mismatch(info, i, x.device, self.index)
 
-    def run_cpu(self, cpu_tensors: list[_Tensor]) -> Any:
+    def run_cpu(self, cpu_tensors: list[_Tensor]) -> list:
+        """The op on `cpu_tensors` (the call's tensors' CPU stand-ins, in order): its result as a flat
+        list (a Tensor, or a tuple of Tensors)."""
         args = list(self.args)
         n = len(args)
         it = iter(cpu_tensors)
@@ -158,8 +160,10 @@ class _Call:
                     args[i] = next(it)
         if self.random:
             with rng.swapped_in(self.index):
-                return self.plan.call(*args)
-        return self.plan.call(*args)
+                out = self.plan.call(*args)
+        else:
+            out = self.plan.call(*args)
+        return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
 def _cpu(t: _Tensor, requires_grad: bool) -> _Tensor:
@@ -196,11 +200,6 @@ def _neuron(c: Any, index: int) -> Any:
             return c.to(devices.DEVICES[index])
         return storage.active().to_neuron(c.detach(), index)
     return c
-
-
-def _flat(out: Any) -> list:
-    """The op's result as a flat list (a Tensor, or a tuple of Tensors)."""
-    return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
 def _cpu_grad(g: _Tensor) -> _Tensor:
@@ -246,7 +245,7 @@ class _Island(torch.autograd.Function):
     def forward(ctx: Any, call: _Call, *tensors: _Tensor) -> Any:  # type: ignore[override]
         cpu_in = _cpu_all(list(tensors), ctx.needs_input_grad[1:])  # CPU tensors keep their flag
         with torch.enable_grad():
-            flat = _flat(call.run_cpu(cpu_in))
+            flat = call.run_cpu(cpu_in)
         grad_in = [c if c.requires_grad and c.is_leaf else None for c in cpu_in]
         ctx.n_saved = len(tensors)
         # Version counters of the inputs: in-place changes after forward are caught in backward.
@@ -378,7 +377,7 @@ def _kernel(op: Any, autograd: bool):
         else:
             # The CPU path looks at requires_grad even without grad mode (oneDNN's GRU/RNN): keep the flags.
             out = call.run_cpu(_cpu_all(call.tensors, [t.requires_grad for t in call.tensors]))
-            flat = _neuron_all(_flat(out), call.index)
+            flat = _neuron_all(out, call.index)
         return flat[0] if plan.single else tuple(flat)  # the op's return shape
 
     kernel.__name__ = f"neuron_island_{op._schema.name.split('::')[-1]}"

@@ -47,8 +47,7 @@ def forward(call: Any, path: Any) -> list:
     cpu_in = [
         t if t.device.type != "neuron" else _cpu_copy(t, share) if t.requires_grad else view(t) for t in call.tensors
     ]
-    out = call.run_cpu(cpu_in)
-    flat = list(out) if isinstance(out, (tuple, list)) else [out]
+    flat = call.run_cpu(cpu_in)
     to_neuron, index = path.to_neuron, call.index
     device = devices.DEVICES[index]
     return [
