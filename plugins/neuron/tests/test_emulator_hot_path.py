@@ -78,6 +78,31 @@ def test_typed_kernels_return_in_place_arguments_and_hand_rejected_dtypes_to_the
         torch.mm(na, b)  # a CPU matrix: the Python kernel's device error
 
 
+def test_factories_have_typed_kernels_that_place_results_as_the_device_argument_says(compiled):
+    # empty and empty_strided (what zeros, ones, full, *_like and new_* on the device end in) are served
+    # unboxed: the device argument picks the device, a neuron device that does not exist and a device
+    # past its capacity still raise the Python kernel's and the allocator's errors
+    for name in ("aten::empty.memory_format", "aten::empty_strided"):
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(name, "PrivateUse1"), name
+    last = torch.neuron.device_count() - 1
+    fast, slow = compiled.path_counts()
+    a = torch.empty(2, 3, device=f"neuron:{last}", dtype=torch.float16)
+    b = torch.empty_strided((2, 3), (1, 2), device="neuron")
+    z = torch.zeros(4, device="neuron")
+    assert compiled.path_counts()[1] == slow
+    assert (a.device, a.dtype, a.shape) == (torch.device(f"neuron:{last}"), torch.float16, (2, 3))
+    assert a.untyped_storage().device == a.device
+    assert (b.device, b.stride()) == (torch.device("neuron:0"), (1, 2))
+    assert torch.equal(z.cpu(), torch.zeros(4))
+    assert torch._C._dispatch_keys(a) == torch._C._dispatch_keys(z)
+    with torch.neuron.device(last):
+        assert torch.empty(1, device="neuron").device == torch.device(f"neuron:{last}")  # no index: the current
+    with pytest.raises(Exception, match="does not exist"):
+        torch.empty(1, device=f"neuron:{last + 1}")
+    with pytest.raises(torch.OutOfMemoryError, match="Tried to allocate"):
+        torch.empty(1 << 60, dtype=torch.uint8, device="neuron")
+
+
 def test_item_takes_the_compiled_path_and_reads_each_dtype_exactly(compiled):
     # Tensor.item() (_local_scalar_dense) has a typed kernel: a Python number of the tensor's kind, exact
     values = [

@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <typeinfo>
 #include <unordered_map>
 
@@ -41,7 +42,27 @@ namespace {
 using DeviceStats = std::array<int64_t, kStatCount>;
 
 // One lock for the memory statistics and the pointer map below: a storage's birth and death touch both.
-std::mutex stats_mutex;
+// It is held for a few counter updates (a map lookup at most) and almost never contended, so it is a
+// spin lock: one atomic exchange to take and a plain store to release, where a mutex costs an atomic
+// operation and a call each way, on every neuron storage's birth and death. A waiter yields its thread
+// after a short spin.
+class StatsLock {
+ public:
+  void lock() noexcept {
+    while (held_.exchange(true, std::memory_order_acquire)) {
+      for (int spins = 0; held_.load(std::memory_order_relaxed); ++spins) {
+        if (spins >= 64) std::this_thread::yield();
+      }
+    }
+  }
+  void unlock() noexcept {
+    held_.store(false, std::memory_order_release);
+  }
+
+ private:
+  std::atomic<bool> held_{false};
+};
+StatsLock stats_lock;
 std::array<DeviceStats, kMaxDevices> stats{};
 std::atomic<bool> device_used{false};
 
@@ -50,13 +71,13 @@ std::atomic<int64_t> capacity{int64_t(24) << 30};
 std::string device_oom_message;
 std::string host_oom_message;
 
-// The statistics of device `index`, or null past the devices kept. Caller holds stats_mutex.
+// The statistics of device `index`, or null past the devices kept. Caller holds stats_lock.
 DeviceStats* find_stats(int index) {
   return index >= 0 && index < kMaxDevices ? &stats[static_cast<size_t>(index)] : nullptr;
 }
 
 // The statistics of device `index`; c10::IndexError (Python's IndexError) past the devices kept.
-// Caller holds stats_mutex.
+// Caller holds stats_lock.
 DeviceStats& stats_of(int index) {
   DeviceStats* s = find_stats(index);
   TORCH_CHECK_INDEX(
@@ -96,7 +117,7 @@ void fill(std::string& text, const std::string& field, const std::string& value)
 // The out-of-memory message for `nbytes` more on device `index` holding `held` (`reason`: the host's).
 std::string oom_message(int64_t nbytes, int index, int64_t held, const std::string* reason) {
   {
-    std::lock_guard<std::mutex> lock(stats_mutex);  // every raise builds its message here: count it (num_ooms)
+    std::lock_guard<StatsLock> lock(stats_lock);  // every raise builds its message here: count it (num_ooms)
     stats_of(index)[kNumOoms] += 1;
   }
   std::string text = reason == nullptr ? device_oom_message : host_oom_message;
@@ -111,11 +132,11 @@ std::string oom_message(int64_t nbytes, int index, int64_t held, const std::stri
 }
 
 int64_t allocated_on(int index) {
-  std::lock_guard<std::mutex> lock(stats_mutex);
+  std::lock_guard<StatsLock> lock(stats_lock);
   return stats_of(index)[kAllocated];
 }
 
-// Caller holds stats_mutex.
+// Caller holds stats_lock.
 void count_allocation_locked(DeviceStats& s, int64_t nbytes) {
   s[kAllocated] += nbytes;
   s[kAllocCount] += 1;
@@ -125,7 +146,7 @@ void count_allocation_locked(DeviceStats& s, int64_t nbytes) {
   if (s[kCurrentCount] > s[kPeakCount]) s[kPeakCount] = s[kCurrentCount];
 }
 
-// Caller holds stats_mutex.
+// Caller holds stats_lock.
 void count_free_locked(DeviceStats& s, int64_t nbytes) {
   s[kAllocated] -= nbytes;
   s[kFreeCount] += 1;
@@ -148,11 +169,11 @@ struct MapEntry {
   c10::weak_intrusive_ptr<c10::StorageImpl> storage;
   const NeuronMemory* memory;
 };
-std::unordered_map<const void*, MapEntry> by_ptr;  // data pointer -> the neuron storage over it (stats_mutex)
+std::unordered_map<const void*, MapEntry> by_ptr;  // data pointer -> the neuron storage over it (stats_lock)
 
 // Name `st` (its memory `mem` at `ptr`) in the map: the latest storage named for a pointer wins (the clone
 // of a copy-on-write pair that outlived the storage its memory was made for, a storage whose memory was
-// swapped in). Caller holds stats_mutex.
+// swapped in). Caller holds stats_lock.
 void map_locked(const void* ptr, c10::StorageImpl* st, NeuronMemory* mem) {
   MapEntry entry{c10::weak_intrusive_ptr<c10::StorageImpl>(
                      c10::intrusive_ptr<c10::StorageImpl>::unsafe_reclaim_from_nonowning(st)),
@@ -213,14 +234,13 @@ c10::DataPtr neuron_data_ptr(const c10::Storage& cpu, int index, c10::StorageImp
   mem->nbytes = 0;  // not counted yet: the destructor uncounts only what was counted
   mem->index = index;
   if (take_over) {
-    mem->owner = cpu;
-    mem->alias = cpu;
+    mem->alias = cpu;  // its own owner: owning() is the alias
   } else {
     mem->owner = owner_of(cpu);
     mem->alias = alias_over(ptr, nbytes, mem->owner);
   }
   if (nbytes != 0) {
-    std::unique_lock<std::mutex> lock(stats_mutex);
+    std::unique_lock<StatsLock> lock(stats_lock);
     DeviceStats& s = stats_of(index);
     int64_t held = s[kAllocated];
     if (check && held + nbytes > capacity.load(std::memory_order_relaxed)) {
@@ -261,7 +281,7 @@ c10::intrusive_ptr<c10::StorageImpl> neuron_storage_for(const c10::Storage& cpu,
     if (c10::StorageImpl* st = lent == nullptr ? nullptr : lent->storage_over(ptr, nbytes)) {
       found = c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(st);
     } else {
-      std::lock_guard<std::mutex> lock(stats_mutex);
+      std::lock_guard<StatsLock> lock(stats_lock);
       auto it = by_ptr.find(ptr);
       if (it != by_ptr.end()) {
         found = it->second.storage.lock();
@@ -327,12 +347,13 @@ bool becomes_neuron(const at::Tensor& c) {
 }  // namespace
 
 NeuronMemory::~NeuronMemory() {
-  if (c10::TensorImpl* spare = spare_view.exchange(nullptr)) {
+  // the last reference is going: nothing else reads or gives back a spare now, so a plain load will do
+  if (c10::TensorImpl* spare = spare_view.load(std::memory_order_acquire)) {
     c10::raw::intrusive_ptr::decref(spare);
   }
   if (cow_context != nullptr) forget_cow_context(cow_context, this);
   if (nbytes != 0) {
-    std::lock_guard<std::mutex> lock(stats_mutex);
+    std::lock_guard<StatsLock> lock(stats_lock);
     if (mapped.load(std::memory_order_relaxed)) {
       auto it = by_ptr.find(ptr);
       if (it != by_ptr.end() && it->second.memory == this) {
@@ -397,7 +418,7 @@ at::Tensor new_storage(int64_t nbytes, int64_t index) {
 }
 
 void check_room(int64_t nbytes, int index) {
-  std::unique_lock<std::mutex> lock(stats_mutex);
+  std::unique_lock<StatsLock> lock(stats_lock);
   int64_t held = stats_of(index)[kAllocated];
   if (held + nbytes > capacity.load(std::memory_order_relaxed)) {
     lock.unlock();
@@ -416,7 +437,7 @@ c10::Storage host_memory(int64_t nbytes, int index) {
 
 void map_memory(c10::StorageImpl* st, NeuronMemory* mem) {
   if (mem->nbytes == 0) return;  // not counted (a storage slice): never in the map, as before
-  std::lock_guard<std::mutex> lock(stats_mutex);
+  std::lock_guard<StatsLock> lock(stats_lock);
   map_locked(mem->ptr, st, mem);
 }
 
@@ -433,27 +454,27 @@ const char* stat_names() {
 
 void read_stats(int index, int64_t* out, int count) {
   check_count(count);
-  std::lock_guard<std::mutex> lock(stats_mutex);
+  std::lock_guard<StatsLock> lock(stats_lock);
   const DeviceStats& s = stats_of(index);
   std::copy(s.begin(), s.end(), out);
 }
 
 void write_stats(int index, const int64_t* values, int count) {
   check_count(count);
-  std::lock_guard<std::mutex> lock(stats_mutex);
+  std::lock_guard<StatsLock> lock(stats_lock);
   DeviceStats& s = stats_of(index);
   std::copy(values, values + kStatCount, s.begin());
 }
 
 void reset_peak_stats(int index) {
-  std::lock_guard<std::mutex> lock(stats_mutex);
+  std::lock_guard<StatsLock> lock(stats_lock);
   DeviceStats& s = stats_of(index);
   s[kPeak] = s[kAllocated];
   s[kPeakCount] = s[kCurrentCount];
 }
 
 void reset_accumulated_stats(int index) {
-  std::lock_guard<std::mutex> lock(stats_mutex);
+  std::lock_guard<StatsLock> lock(stats_lock);
   DeviceStats& s = stats_of(index);
   for (Stat k : {kAllocCount, kFreeCount, kAllocatedTotal, kFreedTotal, kNumOoms}) s[k] = 0;
 }
@@ -463,7 +484,7 @@ int64_t capacity_bytes() {
 }
 
 void set_capacity(int64_t nbytes, const char* device_message, const char* host_message) {
-  std::lock_guard<std::mutex> lock(stats_mutex);
+  std::lock_guard<StatsLock> lock(stats_lock);
   capacity.store(nbytes);
   device_oom_message = device_message;
   host_oom_message = host_message;

@@ -110,8 +110,10 @@ void register_device_allocator();
 // DataPtr context of a neuron storage: everything the emulator keeps per allocation. Freed with the
 // DataPtr, which is when the allocation is counted as freed.
 struct NeuronMemory {
-  c10::Storage owner;  // the CPU storage that owns the memory
-  c10::Storage alias;  // non-resizable CPU storage over the same memory, handed to CPU kernels (may be owner)
+  // The CPU storage that owns the memory when it is not `alias` itself; empty when it is (a taken-over
+  // kernel result, the common case: one reference to count up and down, not two). Read it with owning().
+  c10::Storage owner;
+  c10::Storage alias;  // non-resizable CPU storage over the same memory, handed to CPU kernels
   c10::Storage parent;  // a slice of another neuron storage (storage_slice): that storage, kept alive
   const void* ptr = nullptr;
   int64_t nbytes = 0;  // counted in the statistics (0: not counted, nothing to uncount)
@@ -123,6 +125,9 @@ struct NeuronMemory {
   // Whether the data-pointer map (allocator.cpp) names this memory: only once a CPU tensor over it has
   // left the C++ kernels (the cpu_view op) or it was made over a CPU storage others hold.
   std::atomic<bool> mapped{false};
+
+  // The CPU storage that owns the memory (kept alive while this lives).
+  const c10::Storage& owning() const { return owner ? owner : alias; }
 
   ~NeuronMemory();
 };
@@ -232,7 +237,10 @@ inline bool reuse_as_view_of(c10::TensorImpl* view, const at::Tensor& t, const N
 // A CPU view of neuron tensor `t` for one call: its storage's spare view when it fits, else a fresh one.
 inline at::Tensor lend_view(const at::Tensor& t) {
   NeuronMemory* mem = memory_of(t.storage().unsafeGetStorageImpl());
-  if (!c10::InferenceMode::is_enabled() && !t.unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
+  // (a plain load first: a storage with no spare, such as a result lent for the first time, costs no
+  // atomic exchange)
+  if (!c10::InferenceMode::is_enabled() && !t.unsafeGetTensorImpl()->has_symbolic_sizes_strides() &&
+      mem->spare_view.load(std::memory_order_relaxed) != nullptr) {
     if (c10::TensorImpl* spare = mem->spare_view.exchange(nullptr, std::memory_order_acquire)) {
       auto impl = c10::intrusive_ptr<c10::TensorImpl>::reclaim(spare);
       if (reuse_as_view_of(impl.get(), t, mem)) return at::Tensor(std::move(impl));
@@ -250,6 +258,7 @@ inline void give_back(c10::StorageImpl* st, at::Tensor&& view) {
       impl->autograd_meta() != nullptr) {
     return;
   }
+  if (mem->spare_view.load(std::memory_order_relaxed) != nullptr) return;  // it has one: `view` goes
   c10::TensorImpl* expected = nullptr;
   c10::TensorImpl* raw = view.unsafeReleaseTensorImpl();
   if (!mem->spare_view.compare_exchange_strong(expected, raw, std::memory_order_acq_rel)) {

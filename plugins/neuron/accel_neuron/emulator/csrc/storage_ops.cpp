@@ -41,8 +41,8 @@ at::Tensor storage_slice(const at::Tensor& t, int64_t start, int64_t nbytes) {
   mem->ptr = ptr;
   mem->nbytes = 0;  // the sliced storage's memory, counted there: nothing to count or uncount here
   mem->index = parent->index;
-  mem->owner = parent->owner;
-  mem->alias = alias_over(ptr, nbytes, parent->owner);
+  mem->owner = parent->owning();
+  mem->alias = alias_over(ptr, nbytes, mem->owner);
   mem->parent = sliced;
   c10::DataPtr dp(ptr, mem.release(), &delete_memory, device);  // owns the context from here
   auto st = c10::make_intrusive<c10::StorageImpl>(

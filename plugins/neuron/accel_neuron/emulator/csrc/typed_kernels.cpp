@@ -7,7 +7,9 @@
 // neuron tensors, the op called from the top, written arguments returned as passed, other CPU results
 // wrapped as neuron tensors (run_common_case, as_neuron_result), and the Python kernel (PrivateUse3)
 // for every other case. An op gets one only where the boxed kernel serves it now and its plan
-// (plans.cpp) is the fast, plain kind.
+// (plans.cpp) is the fast, plain kind. Factories (empty, empty_strided: behind every zeros, ones,
+// *_like and new_* on the device) take a device argument and no tensor: the device names the result's
+// device, as in the boxed kernel's check_args, and the CPU kernel gets the CPU.
 
 #include "emulator.h"
 
@@ -31,6 +33,8 @@
 #include <ATen/ops/div_ops.h>
 #include <ATen/ops/dot_ops.h>
 #include <ATen/ops/embedding_dense_backward_ops.h>
+#include <ATen/ops/empty_ops.h>
+#include <ATen/ops/empty_strided_ops.h>
 #include <ATen/ops/eq_ops.h>
 #include <ATen/ops/exp_ops.h>
 #include <ATen/ops/fill_ops.h>
@@ -95,6 +99,15 @@ inline bool check_arg(const at::Tensor& t, bool written, int* index) {
 inline bool check_arg(const std::optional<at::Tensor>& t, bool written, int* index) {
   return !t.has_value() || admit(*t, false, false, written, index);
 }
+// A factory's device (no tensor argument beside it: unboxed_fits): a neuron device that exists is the
+// result's (no index: the current one); anything else takes the Python kernel, as in check_args.
+inline bool check_arg(const std::optional<c10::Device>& d, bool /*written*/, int* index) {
+  if (!d.has_value() || d->type() != kNeuron) return false;
+  int asked = d->has_index() ? d->index() : accel_neuron_emulator_current_device();
+  if (asked >= accel_neuron_emulator_device_count()) return false;
+  *index = asked;
+  return true;
+}
 template <class T>
 inline bool check_arg(const T& /*value*/, bool /*written*/, int* /*index*/) {
   using D = std::decay_t<T>;
@@ -102,7 +115,7 @@ inline bool check_arg(const T& /*value*/, bool /*written*/, int* /*index*/) {
       !std::is_same_v<D, std::optional<at::Generator>> && !std::is_same_v<D, at::Generator> &&
           !std::is_same_v<D, c10::Device> && !std::is_same_v<D, std::optional<c10::Device>> &&
           !std::is_same_v<D, at::TensorList> && !std::is_same_v<D, at::ITensorListRef>,
-      "unboxed kernels take tensors and plain values only");
+      "unboxed kernels take tensors, plain values and a factory's optional device only");
   return true;
 }
 
@@ -111,6 +124,10 @@ inline at::Tensor cpu_arg(const at::Tensor& t, LentViews& lent) {
 }
 inline std::optional<at::Tensor> cpu_arg(const std::optional<at::Tensor>& t, LentViews& lent) {
   return t.has_value() ? std::optional<at::Tensor>(view_if_neuron(*t, lent)) : std::nullopt;
+}
+// (admitted: a neuron device) the CPU kernel makes the result on the CPU; it is wrapped after
+inline std::optional<c10::Device> cpu_arg(const std::optional<c10::Device>& /*d*/, LentViews& /*lent*/) {
+  return c10::Device(c10::DeviceType::CPU);
 }
 template <class T>
 inline std::decay_t<T> cpu_arg(const T& value, LentViews& /*lent*/) {
@@ -217,7 +234,9 @@ const std::vector<UnboxedEntry>& unboxed_ops() {
       // Tensor.item(), which PyTorch's test files call between ops (test_modules: ~190k calls)
       o::_local_scalar_dense,
       // composite_overrides.WHOLE_ON_DEVICE: served whole (the CPU's composite once, on CPU views)
-      o::isclose>();
+      o::isclose,
+      // factories: every zeros, ones, full, *_like and new_* on the device ends in one of them
+      o::empty_memory_format, o::empty_strided>();
   return table;
 }
 
@@ -231,9 +250,14 @@ bool unboxed_fits(const c10::OperatorHandle& op, const UnboxedEntry& e, bool lis
   }
   const Plan& plan = plan_for(op);
   if (!plan.fast || plan.view || plan.copy || plan.seeded) return false;
+  bool tensors = false;
+  bool device = false;
   for (ArgKind k : plan.kinds) {
-    if (k != ArgKind::kTensor && k != ArgKind::kOther) return false;
+    tensors = tensors || k == ArgKind::kTensor;
+    device = device || k == ArgKind::kDevice;
+    if (k != ArgKind::kTensor && k != ArgKind::kOther && k != ArgKind::kDevice) return false;
   }
+  if (device && tensors) return false;  // a device argument decides the result's device only in a factory
   for (size_t r = 0; r < plan.ret_src.size(); ++r) {
     int want = e.in_place && r == 0 ? 0 : -1;
     if (plan.ret_src[r] != want) return false;
