@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -121,6 +122,28 @@ def test_several_results_folders_are_runs_of_one_suite_judged_by_their_median(tm
     assert abs(payload["ratio"] - 1.15) < 1e-9 and len(payload["runs"]) == 3
     capsys.readouterr()
     assert bench.main([str(tmp_path / "a")]) == 0 and "median" not in capsys.readouterr().out  # one run: its own ratio
+
+
+def test_best_of_runs_takes_each_test_at_its_fastest_run_on_each_device(tmp_path: Path, capsys) -> None:
+    # load only adds time: per test and device, the fastest run; only tests every run passed both ways
+    def run(name: str, cpu: list[tuple[str, float, str]], neuron: list[tuple[str, float, str]]) -> Path:
+        _junit(tmp_path / name / "f-cpu.xml", "f.TCPU", cpu)
+        _junit(tmp_path / name / "f-neuron.xml", "f.TPRIVATEUSE1", neuron)
+        return tmp_path / name
+
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    a = run("a", [("test_x_cpu", 2.0, "passed"), ("test_y_cpu", 1.0, "passed")],
+            [("test_x_neuron", 3.0, "passed"), ("test_y_neuron", 1.0, "passed")])  # fmt: skip
+    b = run("b", [("test_x_cpu", 4.0, "passed"), ("test_y_cpu", 1.0, "passed")],
+            [("test_x_neuron", 2.5, "passed"), ("test_y_neuron", 9.0, "failed")])  # fmt: skip
+    best = bench.best_of_runs([a, b])
+    assert (best.same_tests, best.cpu_s, best.neuron_s) == (1, 2.0, 2.5)  # test_y failed in run b: left out
+    out = tmp_path / "out.json"
+    bench.main([str(a), str(b), "--json", str(out)])
+    assert "each test at its fastest of the 2 runs (1 tests every run passed): cpu 2.0 s, neuron 2.5 s, 1.25x" in (
+        capsys.readouterr().out
+    )
+    assert json.loads(out.read_text())["best_of_runs"]["ratio"] == 1.25
 
 
 def test_repeat_without_a_suite_to_run_is_refused(tmp_path: Path) -> None:
