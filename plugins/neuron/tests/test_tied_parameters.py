@@ -8,6 +8,8 @@ does not count PrivateUse1 as shallow-copy compatible with the CPU), so a GPT-2-
 
 from __future__ import annotations
 
+import weakref
+
 import pytest
 import torch
 from accel_neuron.plugin import OWNER
@@ -142,3 +144,20 @@ def test_a_parameter_torch_cannot_swap_is_replaced_as_stock_torch_does(neuron: t
     model.to(neuron)
     assert model.weight is not p and model.weight.device.type == "neuron" and p.device.type == "cpu"
     assert torch.equal(model.weight.detach().cpu(), p.detach()) and view.device.type == "cpu"
+
+
+def test_a_weakly_referenced_parameter_is_replaced_and_a_trained_one_kept(neuron: torch.device) -> None:
+    # module_apply swaps a parameter's tensor itself only where torch.utils.swap_tensors would accept it:
+    # a weak reference makes torch refuse (replaced, as stock torch does); a parameter whose backward has
+    # run keeps its object, gradient included
+    model = nn.Linear(3, 2)
+    p = model.weight
+    watcher = weakref.ref(p)
+    model.to(neuron)
+    assert model.weight is not p and watcher() is p and p.device.type == "cpu"
+    trained = nn.Linear(3, 2)
+    trained(torch.ones(1, 3)).sum().backward()
+    q, grad = trained.weight, trained.weight.grad.clone()
+    trained.to(neuron)
+    assert trained.weight is q and q.device.type == "neuron" and q.grad is not None
+    assert q.grad.device.type == "neuron" and torch.equal(q.grad.cpu(), grad)
