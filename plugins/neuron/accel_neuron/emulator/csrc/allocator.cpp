@@ -42,22 +42,18 @@ namespace {
 using DeviceStats = std::array<int64_t, kStatCount>;
 
 // One lock for the memory statistics and the pointer map below: a storage's birth and death touch both.
-// It is held for a few counter updates (a map lookup at most) and almost never contended, so it is a
-// spin lock: one atomic exchange to take and a plain store to release, where a mutex costs an atomic
-// operation and a call each way, on every neuron storage's birth and death. A waiter yields its thread
-// after a short spin.
+// Held for a few counter updates (a map lookup at most), almost never contended: a spin lock (one atomic
+// exchange to take, a plain store to release; a mutex costs an atomic operation and a call each way).
 class StatsLock {
  public:
   void lock() noexcept {
     while (held_.exchange(true, std::memory_order_acquire)) {
       for (int spins = 0; held_.load(std::memory_order_relaxed); ++spins) {
-        if (spins >= 64) std::this_thread::yield();
+        if (spins >= 64) std::this_thread::yield();  // a waiter yields after a short spin
       }
     }
   }
-  void unlock() noexcept {
-    held_.store(false, std::memory_order_release);
-  }
+  void unlock() noexcept { held_.store(false, std::memory_order_release); }
 
  private:
   std::atomic<bool> held_{false};

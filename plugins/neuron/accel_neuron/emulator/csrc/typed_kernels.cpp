@@ -7,9 +7,9 @@
 // neuron tensors, the op called from the top, written arguments returned as passed, other CPU results
 // wrapped as neuron tensors (run_common_case, as_neuron_result), and the Python kernel (PrivateUse3)
 // for every other case. An op gets one only where the boxed kernel serves it now and its plan
-// (plans.cpp) is the fast, plain kind. Factories (empty, empty_strided: behind every zeros, ones,
-// *_like and new_* on the device) take a device argument and no tensor: the device names the result's
-// device, as in the boxed kernel's check_args, and the CPU kernel gets the CPU.
+// (plans.cpp) is the fast, plain kind. Factories (empty, empty_strided, zeros, new_*, *_like, ...) take
+// a device argument: as in the boxed kernel's check_args it names the result's device (none: the
+// tensor arguments'), and the CPU kernel gets the CPU.
 
 #include "emulator.h"
 
@@ -33,8 +33,21 @@
 #include <ATen/ops/div_ops.h>
 #include <ATen/ops/dot_ops.h>
 #include <ATen/ops/embedding_dense_backward_ops.h>
+#include <ATen/ops/empty_like_ops.h>
 #include <ATen/ops/empty_ops.h>
 #include <ATen/ops/empty_strided_ops.h>
+#include <ATen/ops/full_like_ops.h>
+#include <ATen/ops/full_ops.h>
+#include <ATen/ops/new_empty_ops.h>
+#include <ATen/ops/new_empty_strided_ops.h>
+#include <ATen/ops/new_full_ops.h>
+#include <ATen/ops/new_ones_ops.h>
+#include <ATen/ops/new_zeros_ops.h>
+#include <ATen/ops/ones_like_ops.h>
+#include <ATen/ops/ones_ops.h>
+#include <ATen/ops/scalar_tensor_ops.h>
+#include <ATen/ops/zeros_like_ops.h>
+#include <ATen/ops/zeros_ops.h>
 #include <ATen/ops/eq_ops.h>
 #include <ATen/ops/exp_ops.h>
 #include <ATen/ops/fill_ops.h>
@@ -99,10 +112,14 @@ inline bool check_arg(const at::Tensor& t, bool written, int* index) {
 inline bool check_arg(const std::optional<at::Tensor>& t, bool written, int* index) {
   return !t.has_value() || admit(*t, false, false, written, index);
 }
-// A factory's device (no tensor argument beside it: unboxed_fits): a neuron device that exists is the
-// result's (no index: the current one); anything else takes the Python kernel, as in check_args.
+// A device argument, as in check_args: none leaves the result on the tensor arguments' device (a factory
+// has none: the Python kernel picks the current device); a neuron device that exists is the result's (no
+// index: the current one) whatever the tensors' device; the CPU or another type takes the Python kernel.
+// The ops that take one put it after their tensors (new_*, *_like), so it overrides their device as the
+// boxed kernel's `asked` does; a tensor checked after it on another device takes the Python kernel.
 inline bool check_arg(const std::optional<c10::Device>& d, bool /*written*/, int* index) {
-  if (!d.has_value() || d->type() != kNeuron) return false;
+  if (!d.has_value()) return true;
+  if (d->type() != kNeuron) return false;
   int asked = d->has_index() ? d->index() : accel_neuron_emulator_current_device();
   if (asked >= accel_neuron_emulator_device_count()) return false;
   *index = asked;
@@ -125,9 +142,9 @@ inline at::Tensor cpu_arg(const at::Tensor& t, LentViews& lent) {
 inline std::optional<at::Tensor> cpu_arg(const std::optional<at::Tensor>& t, LentViews& lent) {
   return t.has_value() ? std::optional<at::Tensor>(view_if_neuron(*t, lent)) : std::nullopt;
 }
-// (admitted: a neuron device) the CPU kernel makes the result on the CPU; it is wrapped after
-inline std::optional<c10::Device> cpu_arg(const std::optional<c10::Device>& /*d*/, LentViews& /*lent*/) {
-  return c10::Device(c10::DeviceType::CPU);
+// (admitted: none, or a neuron device) the CPU kernel makes the result on the CPU; it is wrapped after
+inline std::optional<c10::Device> cpu_arg(const std::optional<c10::Device>& d, LentViews& /*lent*/) {
+  return d.has_value() ? std::optional<c10::Device>(c10::Device(c10::DeviceType::CPU)) : std::nullopt;
 }
 template <class T>
 inline std::decay_t<T> cpu_arg(const T& value, LentViews& /*lent*/) {
@@ -235,8 +252,11 @@ const std::vector<UnboxedEntry>& unboxed_ops() {
       o::_local_scalar_dense,
       // composite_overrides.WHOLE_ON_DEVICE: served whole (the CPU's composite once, on CPU views)
       o::isclose,
-      // factories: every zeros, ones, full, *_like and new_* on the device ends in one of them
-      o::empty_memory_format, o::empty_strided>();
+      // factories: every zeros, ones, full, *_like and new_* on the device ends in one of them, or is one
+      // the compiled path registers per op (kernel_keys.native_ops: the CPU's composite run whole)
+      o::empty_memory_format, o::empty_strided, o::zeros, o::ones, o::full, o::scalar_tensor, o::new_empty,
+      o::new_empty_strided, o::new_zeros, o::new_ones, o::new_full, o::empty_like, o::zeros_like, o::ones_like,
+      o::full_like>();
   return table;
 }
 
@@ -250,14 +270,9 @@ bool unboxed_fits(const c10::OperatorHandle& op, const UnboxedEntry& e, bool lis
   }
   const Plan& plan = plan_for(op);
   if (!plan.fast || plan.view || plan.copy || plan.seeded) return false;
-  bool tensors = false;
-  bool device = false;
   for (ArgKind k : plan.kinds) {
-    tensors = tensors || k == ArgKind::kTensor;
-    device = device || k == ArgKind::kDevice;
     if (k != ArgKind::kTensor && k != ArgKind::kOther && k != ArgKind::kDevice) return false;
   }
-  if (device && tensors) return false;  // a device argument decides the result's device only in a factory
   for (size_t r = 0; r < plan.ret_src.size(); ++r) {
     int want = e.in_place && r == 0 ? 0 : -1;
     if (plan.ret_src[r] != want) return false;
