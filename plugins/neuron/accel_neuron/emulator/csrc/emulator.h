@@ -349,6 +349,14 @@ inline bool admit(const at::Tensor& t, bool cpu_ok, bool mixed_ok, bool written,
   return !written && type == c10::DeviceType::CPU && (cpu_ok || t.dim() == 0) && t.layout() == c10::kStrided;
 }
 
+// The device a neuron device argument names (no index: the calling thread's current one), or -1 when the
+// emulator has no such device (the Python kernel raises the error): the boxed kernel's check_args and the
+// typed kernels' device check both ask here.
+inline int asked_device(c10::Device d) {
+  int asked = d.has_index() ? d.index() : accel_neuron_emulator_current_device();
+  return asked < accel_neuron_emulator_device_count() ? asked : -1;
+}
+
 // A copy's destination `t` (admitted with written false: it may be a CPU tensor): a neuron one that is
 // copy-on-write gets memory of its own before its CPU view is lent, as admit() does for written arguments.
 inline void own_memory_if_neuron(const at::Tensor& t) {

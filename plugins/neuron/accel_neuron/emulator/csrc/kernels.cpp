@@ -105,8 +105,8 @@ Checked check_args(const Plan& plan, const torch::jit::Stack& stack, size_t base
           if (d.type() == c10::DeviceType::CPU) {
             c.to_cpu = true;
           } else if (d.type() == kNeuron) {
-            c.asked = d.has_index() ? d.index() : accel_neuron_emulator_current_device();
-            c.fast = c.asked < accel_neuron_emulator_device_count();  // else Python's error
+            c.asked = asked_device(d);
+            c.fast = c.asked >= 0;  // else Python's error
           } else {
             c.fast = false;
           }

@@ -120,8 +120,8 @@ inline bool check_arg(const std::optional<at::Tensor>& t, bool written, int* ind
 inline bool check_arg(const std::optional<c10::Device>& d, bool /*written*/, int* index) {
   if (!d.has_value()) return true;
   if (d->type() != kNeuron) return false;
-  int asked = d->has_index() ? d->index() : accel_neuron_emulator_current_device();
-  if (asked >= accel_neuron_emulator_device_count()) return false;
+  int asked = asked_device(*d);
+  if (asked < 0) return false;
   *index = asked;
   return true;
 }
