@@ -30,8 +30,9 @@ runs with both legs at once: 1.08x-1.16x), so a verdict can rest on several: ``-
 keeps each run's junit XML in ``<results>/run-K/``, and several results folders given at once
 (``bench_suite_time.py DIR1 DIR2 ...``) are read as runs of one suite: each run's total ratio is
 printed, and the verdict is their median's; beside it, each test at its fastest run on each device
-(:func:`best_of_runs`: load only adds time, so that is the suite on a quiet machine). Exit status 0 when the (median) total ratio is within
-the target, 1 when it is not, 2 when there is nothing to compare.
+(:func:`best_of_runs`: load only adds time, so that is the suite on a quiet machine). Exit status 0
+when the (median) total ratio is within the target, 1 when it is not, 2 when there is nothing to
+compare.
 """
 
 from __future__ import annotations
@@ -119,9 +120,11 @@ def file_times(stem: str, cpu: dict[str, tuple[str, float]], neuron: dict[str, t
 
 
 Times = dict[str, tuple[str, float]]
+#: One results folder read: (file, cpu times, neuron times) per file with a junit XML for both devices.
+Run = list[tuple[str, Times, Times]]
 
 
-def _file_pairs(results: Path, clock: str) -> list[tuple[str, Times, Times]]:
+def read_run(results: Path, clock: str = "wall") -> Run:
     """(file, cpu times, neuron times) of every file of ``results`` with a junit XML for both devices;
     with the thread clock, a file whose run did not record it is left out (said on stderr)."""
     pairs = []
@@ -139,18 +142,18 @@ def _file_pairs(results: Path, clock: str) -> list[tuple[str, Times, Times]]:
 
 def collect(results: Path, clock: str = "wall") -> list[FileTimes]:
     """Every file of ``results`` that has a junit XML for both devices, timed by `clock` (:data:`CLOCKS`)."""
-    return [file_times(stem, cpu, neuron) for stem, cpu, neuron in _file_pairs(results, clock)]
+    return [file_times(stem, cpu, neuron) for stem, cpu, neuron in read_run(results, clock)]
 
 
-def best_of_runs(folders: list[Path], clock: str = "wall") -> FileTimes:
+def best_of_runs(runs: list[Run]) -> FileTimes:
     """The tests every run passed on both devices, each at its fastest run on each device.
 
     Load only ever adds time, so this is what the suite costs on a quiet machine: a second view beside
     the runs' median, which the verdict stays with (a run's ratio moves with its neighbours' load).
     """
     best: dict[tuple[str, str], tuple[float, float, int]] = {}  # (file, test) -> cpu s, neuron s, runs
-    for folder in folders:
-        for stem, cpu, neuron in _file_pairs(folder, clock):
+    for run in runs:
+        for stem, cpu, neuron in run:
             for test_id, (outcome, seconds) in neuron.items():
                 on_cpu = cpu.get(test_id)
                 if outcome != "passed" or on_cpu is None or on_cpu[0] != "passed":
@@ -159,7 +162,7 @@ def best_of_runs(folders: list[Path], clock: str = "wall") -> FileTimes:
                 best[(stem, test_id)] = (min(c, on_cpu[1]), min(n, seconds), k + 1)
     row = FileTimes("best of runs")
     for c, n, k in best.values():
-        if k == len(folders):
+        if k == len(runs):
             row.same_tests += 1
             row.cpu_s += c
             row.neuron_s += n
@@ -242,8 +245,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--repeat runs the suite: give --run TREE [FILE ...] with it")
     if not folders:
         parser.error("give the results folder(s), or --run TREE [FILE ...]")
-    runs = [(folder, collect(folder, args.clock)) for folder in folders]
-    runs = [(folder, rows) for folder, rows in runs if rows]
+    read = [(folder, read_run(folder, args.clock)) for folder in folders]
+    read = [(folder, run) for folder, run in read if run]
+    runs = [(folder, [file_times(*pair) for pair in run]) for folder, run in read]
     if not runs:
         names = ", ".join(str(f) for f in folders)
         print(f"bench_suite_time: no file in {names} has junit XML for both cpu and neuron", file=sys.stderr)
@@ -259,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     shown = "-" if ratio is None else f"{ratio:.2f}x"
     print(f"\nneuron / cpu on the same tests ({args.clock} clock): {what}{shown} (target <= {TARGET:.2f}x): "
           f"{'within' if verdict else 'over'}")  # fmt: skip
-    best = best_of_runs([folder for folder, _ in runs], args.clock) if len(runs) > 1 else None
+    best = best_of_runs([run for _, run in read]) if len(read) > 1 else None
     if best is not None:
         print(f"each test at its fastest of the {len(runs)} runs ({best.same_tests} tests every run passed): "
               f"cpu {best.cpu_s:.1f} s, neuron {best.neuron_s:.1f} s, {_ratio_text(best)} (no load's view; "

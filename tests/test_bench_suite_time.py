@@ -136,7 +136,7 @@ def test_best_of_runs_takes_each_test_at_its_fastest_run_on_each_device(tmp_path
             [("test_x_neuron", 3.0, "passed"), ("test_y_neuron", 1.0, "passed")])  # fmt: skip
     b = run("b", [("test_x_cpu", 4.0, "passed"), ("test_y_cpu", 1.0, "passed")],
             [("test_x_neuron", 2.5, "passed"), ("test_y_neuron", 9.0, "failed")])  # fmt: skip
-    best = bench.best_of_runs([a, b])
+    best = bench.best_of_runs([bench.read_run(a), bench.read_run(b)])
     assert (best.same_tests, best.cpu_s, best.neuron_s) == (1, 2.0, 2.5)  # test_y failed in run b: left out
     out = tmp_path / "out.json"
     bench.main([str(a), str(b), "--json", str(out)])
