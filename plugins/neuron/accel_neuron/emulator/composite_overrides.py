@@ -148,7 +148,7 @@ def register(lib: torch.library.Library, compiled: bool = False) -> None:
         base, _, overload = name.partition(".")
         op = getattr(getattr(aten, base), overload or "default")
         kernel_keys.register_generic(lib, name, op)
-    cpu_islands.register(lib)
+    cpu_islands.register(lib, compiled)
     _register_refusals()
     cpu_policies.apply()
 

@@ -384,10 +384,17 @@ def _kernel(op: Any, autograd: bool):
     return kernel
 
 
-def register(lib: torch.library.Library) -> None:
-    """Register the islands in `lib` (an aten IMPL library) at AutogradPrivateUse1 and PrivateUse1."""
+def register(lib: torch.library.Library, compiled: bool = False) -> None:
+    """Register the islands in `lib` (an aten IMPL library) at AutogradPrivateUse1 and PrivateUse1; with
+    the compiled path (`compiled`), the C++ core's (``csrc/islands.cpp``: the common cases, no Python in
+    the call) there, and these at AutogradPrivateUse3 / PrivateUse3, for every case the C++ ones hand over."""
+    keys = ("AutogradPrivateUse3", "PrivateUse3") if compiled else ("AutogradPrivateUse1", "PrivateUse1")
     for name in RNN_OPS:
         base, _, overload = name.partition(".")
         op = getattr(getattr(torch.ops.aten, base), overload or "default")
-        lib.impl(name, _kernel(op, autograd=True), "AutogradPrivateUse1")
-        lib.impl(name, _kernel(op, autograd=False), "PrivateUse1")
+        lib.impl(name, _kernel(op, autograd=True), keys[0])
+        lib.impl(name, _kernel(op, autograd=False), keys[1])
+    if compiled:
+        from . import native
+
+        native.enable_native_islands(list(RNN_OPS))

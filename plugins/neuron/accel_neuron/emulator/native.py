@@ -54,6 +54,7 @@ _SOURCES = [
         "kernels.cpp",
         "typed_kernels.cpp",
         "storage_setters.cpp",
+        "islands.cpp",
         "dropout.cpp",
         "sdpa.cpp",
         "registration.cpp",
@@ -166,6 +167,7 @@ def load() -> bool:
         lib.accel_neuron_emulator_set_current_device.argtypes = [ctypes.c_int]
         lib.accel_neuron_emulator_enable_fast_path.argtypes = [ctypes.c_char_p] * 4
         lib.accel_neuron_emulator_enable_native_sdpa.argtypes = [ctypes.c_int]
+        lib.accel_neuron_emulator_enable_native_islands.argtypes = [ctypes.c_char_p]
         lib.accel_neuron_emulator_last_error.restype = ctypes.c_char_p
         for name in ("memory_get", "memory_set"):
             getattr(lib, f"accel_neuron_emulator_{name}").argtypes = [
@@ -302,6 +304,14 @@ def _raise_last_error(what: str) -> None:
     raise EmulatorError(f"{what}: {_lib.accel_neuron_emulator_last_error().decode()}")
 
 
+def _checked(entry: str, could_not: str, *args: object) -> None:
+    """Call the core's C entry point ``accel_neuron_emulator_<entry>``; a non-zero status raises that the
+    emulator could not `could_not`, with the core's last error."""
+    assert _lib is not None
+    if getattr(_lib, f"accel_neuron_emulator_{entry}")(*args) != 0:
+        _raise_last_error(f"the neuron emulator could not {could_not}")
+
+
 def enable_fast_path(
     slow_ops: list[str], copy_ops: list[str], views: list[str], explicit_ops: list[str]
 ) -> None:
@@ -311,19 +321,18 @@ def enable_fast_path(
     `copy_ops`: op names whose arguments may sit on the CPU or other devices (``aten::copy_``);
     `views`: overloads (``view.dtype``) whose CPU kernel runs on the neuron tensor itself.
     """
-    assert _lib is not None
-    rc = _lib.accel_neuron_emulator_enable_fast_path(
-        *("\n".join(names).encode() for names in (slow_ops, copy_ops, views, explicit_ops))
-    )
-    if rc != 0:
-        _raise_last_error("the neuron emulator could not register its compiled per-op kernel")
+    tables = ("\n".join(names).encode() for names in (slow_ops, copy_ops, views, explicit_ops))
+    _checked("enable_fast_path", "register its compiled per-op kernel", *tables)
 
 
 def enable_native_dropout() -> None:
     """Register the C++ core's ``aten::dropout``/``dropout_`` kernels (the CPU's decomposition) on neuron."""
-    assert _lib is not None
-    if _lib.accel_neuron_emulator_enable_native_dropout() != 0:
-        _raise_last_error("the neuron emulator could not register its compiled dropout kernels")
+    _checked("enable_native_dropout", "register its compiled dropout kernels")
+
+
+def enable_native_islands(names: list[str]) -> None:
+    """The C++ core's islands (``csrc/islands.cpp``) for aten overloads `names`: see ``cpu_islands.register``."""
+    _checked("enable_native_islands", "register its compiled island kernels", "\n".join(names).encode())
 
 
 def enable_native_sdpa(on: bool = True) -> None:
@@ -332,9 +341,7 @@ def enable_native_sdpa(on: bool = True) -> None:
     With it, ``scaled_dot_product_attention`` on neuron runs ATen's C++ composite with the CPU's
     kernel choice, instead of the Python kernel ``composite_overrides._sdpa``.
     """
-    assert _lib is not None
-    if _lib.accel_neuron_emulator_enable_native_sdpa(int(on)) != 0:
-        _raise_last_error("the neuron emulator could not register its SDPA kernel chooser")
+    _checked("enable_native_sdpa", "register its SDPA kernel chooser", int(on))
 
 
 def memory_get(index: int) -> dict[str, int]:
@@ -356,23 +363,17 @@ def memory_set(index: int, values: dict[str, int]) -> None:
 
 def register_device_allocator() -> None:
     """Register the C++ core's c10 device allocator for PrivateUse1 (torch.accelerator's memory functions read it)."""
-    assert _lib is not None
-    if _lib.accel_neuron_emulator_register_device_allocator() != 0:
-        _raise_last_error("the neuron emulator could not register its c10 device allocator")
+    _checked("register_device_allocator", "register its c10 device allocator")
 
 
 def reset_peak(index: int) -> None:
     """Set the peak statistics of device `index` to the current values, in the C++ core."""
-    assert _lib is not None
-    if _lib.accel_neuron_emulator_reset_peak_stats(index) != 0:
-        _raise_last_error(f"the neuron emulator could not reset the peak memory statistics of neuron:{index}")
+    _checked("reset_peak_stats", f"reset the peak memory statistics of neuron:{index}", index)
 
 
 def reset_accumulated(index: int) -> None:
     """Zero the accumulated memory statistics (ever allocated, freed, OOMs) of device `index`, in the C++ core."""
-    assert _lib is not None
-    if _lib.accel_neuron_emulator_reset_accumulated_stats(index) != 0:
-        _raise_last_error(f"the neuron emulator could not reset the memory statistics of neuron:{index}")
+    _checked("reset_accumulated_stats", f"reset the memory statistics of neuron:{index}", index)
 
 
 def memory_capacity(nbytes: int, device_message: str, host_message: str) -> None:

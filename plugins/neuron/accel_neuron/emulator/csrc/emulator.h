@@ -13,6 +13,7 @@
 //   kernels.cpp       the boxed per-op kernel (the PrivateUse1 fallback) and the device-agnostic views
 //   typed_kernels.cpp the typed (unboxed) kernels of the ops a training step calls most
 //   storage_setters.cpp set_ with a neuron storage: the CPU kernel on the neuron tensor itself
+//   islands.cpp       recurrent layers and cells as the CPU's autograd graph (cpu_islands.py's common cases)
 //   dropout.cpp       aten::dropout / dropout_ as the CPU decomposes them
 //   sdpa.cpp          scaled_dot_product_attention: ATen's composite with the CPU's kernel choice
 //   registration.cpp  TORCH_LIBRARY(accel_neuron_emu) and the extern "C" API loaded with ctypes (native.py)
@@ -412,6 +413,13 @@ std::vector<std::string> register_typed_kernels(torch::Library& lib, const std::
 // Registers in `lib` the kernel of set_ overload `name` ("set_.source_Storage", storage_setters.cpp);
 // false when `name` is not one of them.
 bool register_storage_setter(torch::Library& lib, const std::string& name);
+
+// ---- recurrent layers and cells (islands.cpp) ----------------------------------------------------
+
+// The island kernels of cpu_islands.RNN_OPS: at AutogradPrivateUse1 (the CPU graph joins the device's)
+// and at PrivateUse1; every other case goes to the Python island at AutogradPrivateUse3 / PrivateUse3.
+void island_autograd_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+void island_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 // ---- dropout (dropout.cpp) -----------------------------------------------------------------------
 

@@ -118,6 +118,21 @@ int accel_neuron_emulator_enable_native_dropout() {
   });
 }
 
+// Register the compiled island kernels (islands.cpp) for the newline-separated aten overloads in `names`
+// (cpu_islands.RNN_OPS) at AutogradPrivateUse1 and PrivateUse1, where the Python islands were before.
+int accel_neuron_emulator_enable_native_islands(const char* names) {
+  return reporting([&] {
+    static auto* autograd_lib = new torch::Library(
+        torch::Library::IMPL, "aten", c10::DispatchKey::AutogradPrivateUse1, __FILE__, __LINE__);
+    static auto* plain_lib =
+        new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+    for (const std::string& name : split_lines(names)) {
+      autograd_lib->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&accel_neuron_emu::island_autograd_kernel>());
+      plain_lib->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&accel_neuron_emu::island_kernel>());
+    }
+  });
+}
+
 // Give (on != 0) or take back (on == 0) PrivateUse1's entry in ATen's SDPA chooser (sdpa.cpp): with it,
 // scaled_dot_product_attention on neuron runs ATen's composite with the CPU's kernel choice.
 int accel_neuron_emulator_enable_native_sdpa(int on) {

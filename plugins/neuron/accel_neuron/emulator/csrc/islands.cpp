@@ -1,0 +1,210 @@
+// The recurrent layers and cells (cpu_islands.RNN_OPS) as the CPU's own autograd graph on neuron
+// tensors, without Python in the call: the common cases of cpu_islands.py's kernels.
+//
+// aten::lstm, gru and rnn_* decompose by device inside ATen (fused cells only CUDA has, the input
+// projection batched and oneDNN's RNN only for CPU tensors), so on neuron they run as "islands": the
+// CPU op on CPU stand-ins of the neuron tensors, its results handed back as neuron tensors, bit for bit
+// the CPU's. These kernels serve the two cases a training loop makes every step:
+//   * autograd on (AutogradPrivateUse1, a tensor requiring grad): the CPU graph joins the device's
+//     (island_join.py's forward): an input requiring grad enters it as a CPU copy made by autograd's
+//     own _to_copy / copy_ (backward hands its gradient to the device) sharing the input's version
+//     counter, every other neuron input as a zero-copy CPU view; an output requiring grad leaves by
+//     autograd's own copy, the others as neuron tensors over their memory. One engine run of the
+//     caller's backward runs both graphs.
+//   * no autograd (grad mode off, nothing requiring grad, or the PrivateUse1 kernel): CPU views, with
+//     the inputs' requires_grad flags (the CPU op's path looks at them), results over the same memory.
+// Everything else (inference mode, forward-mode AD, functorch transforms, tensors on other devices, a
+// device with no generator yet for dropout between layers) is redispatched to the Python island
+// registered at AutogradPrivateUse3 / PrivateUse3 (cpu_islands.register), which computes it or raises
+// the error naming op and source. The emulator's island tests run under both (the Python one is the
+// whole island without a C++ compiler, or with ACCEL_NEURON_EMULATOR_HOT_PATH=python).
+
+#include "emulator.h"
+
+#include <ATen/MemoryOverlap.h>
+#include <ATen/core/grad_mode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/csrc/autograd/forward_grad.h>
+
+#include <mutex>
+#include <unordered_map>
+
+namespace accel_neuron_emu {
+namespace {
+
+// One op's tensor arguments, read once from its schema (cpu_islands._Plan's twin).
+struct IslandPlan {
+  size_t nargs = 0;
+  std::vector<std::pair<size_t, bool>> tensor_args;  // (argument, whether a Tensor[])
+  size_t cpu_by_design = SIZE_MAX;  // batch_sizes: a CPU tensor on every device
+  int dropout = -1;
+  int train = -1;
+};
+
+IslandPlan make_island_plan(const c10::OperatorHandle& op) {
+  IslandPlan plan;
+  const auto& arguments = op.schema().arguments();
+  plan.nargs = arguments.size();
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const c10::TypePtr& type = arguments[i].real_type();
+    const auto kind = type->kind();
+    const bool optional = kind == c10::TypeKind::OptionalType;
+    const c10::TypePtr& inner = optional || kind == c10::TypeKind::ListType ? type->containedType(0) : type;
+    if (inner->kind() == c10::TypeKind::TensorType) plan.tensor_args.emplace_back(i, kind == c10::TypeKind::ListType);
+    const std::string& name = arguments[i].name();
+    if (name == "batch_sizes") plan.cpu_by_design = i;
+    if (name == "dropout") plan.dropout = static_cast<int>(i);
+    if (name == "train") plan.train = static_cast<int>(i);
+  }
+  return plan;
+}
+
+const IslandPlan& island_plan(const c10::OperatorHandle& op) {
+  static std::mutex mutex;
+  static std::unordered_map<c10::OperatorHandle, std::unique_ptr<IslandPlan>> plans;  // never shrinks
+  thread_local std::unordered_map<c10::OperatorHandle, const IslandPlan*> seen;
+  auto hit = seen.find(op);
+  if (hit != seen.end()) return *hit->second;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = plans.find(op);
+  if (it == plans.end()) it = plans.emplace(op, std::make_unique<IslandPlan>(make_island_plan(op))).first;
+  seen.emplace(op, it->second.get());
+  return *it->second;
+}
+
+// torch._C._are_functorch_transforms_active()
+bool functorch_active() {
+  const auto included = c10::impl::tls_local_dispatch_key_set().included_;
+  return included.has(c10::DispatchKey::FuncTorchDynamicLayerFrontMode) ||
+      included.has(c10::DispatchKey::FuncTorchDynamicLayerBackMode);
+}
+
+// A forward-mode AD level is open (torch.autograd.forward_ad's _current_level >= 0; levels do not nest).
+bool forward_ad_active() {
+  return torch::autograd::ForwardADLevel::try_get_by_idx(0) != nullptr;
+}
+
+// One call taken apart: its tensors in plan order, where their results go, and what it asks for.
+struct IslandCall {
+  c10::SmallVector<at::Tensor, 16> tensors;
+  int index = -1;
+  bool random = false;  // dropout between layers in training: draws from the device's stream
+  bool requires_grad = false;
+};
+
+// The call on `stack` taken apart, or false when the Python island must take it (module comment).
+bool take_apart(const IslandPlan& plan, const torch::jit::Stack& stack, size_t base, IslandCall* call) {
+  for (const auto& [i, many] : plan.tensor_args) {
+    const c10::IValue& a = stack[base + i];
+    const size_t first = call->tensors.size();
+    if (many) {
+      for (const at::Tensor& t : a.toTensorList()) call->tensors.push_back(t);
+    } else if (a.isTensor()) {
+      call->tensors.push_back(a.toTensor());
+    }
+    for (size_t k = first; k < call->tensors.size(); ++k) {
+      const at::Tensor& t = call->tensors[k];
+      if (!t.defined()) continue;
+      call->requires_grad = call->requires_grad || t.requires_grad();
+      if (t.device().type() != kNeuron) {
+        if (i != plan.cpu_by_design) return false;  // the Python island checks devices and raises
+      } else if (!t.unsafeGetTensorImpl()->has_storage() || !admit(t, false, false, false, &call->index)) {
+        return false;
+      }
+    }
+  }
+  const auto flag = [&](int i) { return i >= 0 && static_cast<size_t>(i) < plan.nargs && stack[base + i].toBool(); };
+  const auto rate = [&](int i) { return i >= 0 && static_cast<size_t>(i) < plan.nargs && stack[base + i].toDouble() != 0.0; };
+  call->random = rate(plan.dropout) && flag(plan.train);
+  return call->index >= 0;
+}
+
+// The island's CPU copy of neuron input `t` (requiring grad), recorded by autograd, counting versions
+// with `t` (island_join._cpu_copy's twin): a dense copy, or one with t's strides where t has gaps.
+at::Tensor cpu_copy(const at::Tensor& t) {
+  const c10::Device cpu(c10::DeviceType::CPU);
+  at::Tensor c = t.is_contiguous() || at::has_internal_overlap(t) == at::MemOverlap::Yes
+      ? t.to(t.options().device(cpu), /*non_blocking=*/false, /*copy=*/false, std::nullopt)
+      : at::empty_strided(t.sizes(), t.strides(), at::TensorOptions().dtype(t.dtype())).copy_(t);
+  c.unsafeGetTensorImpl()->set_version_counter(t.unsafeGetTensorImpl()->version_counter());
+  return c;
+}
+
+// Put `cpu` (the stand-ins of the call's tensors, in plan order) in their places on `stack`.
+void put_back(const IslandPlan& plan, torch::jit::Stack& stack, size_t base, c10::SmallVector<at::Tensor, 16>& cpu) {
+  size_t next = 0;
+  for (const auto& [i, many] : plan.tensor_args) {
+    c10::IValue& a = stack[base + i];
+    if (many) {
+      const size_t n = a.toTensorList().size();
+      c10::List<at::Tensor> list;
+      list.reserve(n);
+      for (size_t k = 0; k < n; ++k) list.push_back(std::move(cpu[next++]));
+      a = std::move(list);
+    } else if (a.isTensor()) {
+      a = std::move(cpu[next++]);
+    }
+  }
+}
+
+void python_island(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool autograd) {
+  slow_calls.fetch_add(1, std::memory_order_relaxed);
+  op.redispatchBoxed(
+      c10::DispatchKeySet(autograd ? c10::DispatchKey::AutogradPrivateUse3 : c10::DispatchKey::PrivateUse3), stack);
+}
+
+void island(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool autograd) {
+  if (c10::InferenceMode::is_enabled() || functorch_active() || (autograd && forward_ad_active())) {
+    return python_island(op, stack, autograd);
+  }
+  const IslandPlan& plan = island_plan(op);
+  const size_t base = stack->size() - plan.nargs;
+  IslandCall call;
+  if (!take_apart(plan, *stack, base, &call)) return python_island(op, stack, autograd);
+  std::unique_ptr<SwappedIn> swapped;
+  if (call.random && !(swapped = std::make_unique<SwappedIn>(call.index))->ok()) {
+    return python_island(op, stack, autograd);
+  }
+  const bool join = autograd && call.requires_grad && at::GradMode::is_enabled();
+
+  c10::SmallVector<at::Tensor, 16> cpu;
+  cpu.reserve(call.tensors.size());
+  for (const at::Tensor& t : call.tensors) {
+    if (!t.defined() || t.device().type() != kNeuron) {
+      cpu.push_back(t);
+    } else if (join && t.requires_grad()) {
+      cpu.push_back(cpu_copy(t));
+    } else {
+      at::Tensor view = cpu_view(t);
+      if (!join && t.requires_grad()) view.requires_grad_(true);  // the CPU op's path looks at the flags
+      cpu.push_back(std::move(view));
+    }
+  }
+  call.tensors.clear();
+  put_back(plan, *stack, base, cpu);
+  op.callBoxed(stack);  // from the top: with autograd on, the CPU records its graph
+  if (swapped) swapped->restore();
+  fast_calls.fetch_add(1, std::memory_order_relaxed);
+
+  const c10::Device device(kNeuron, static_cast<c10::DeviceIndex>(call.index));
+  for (size_t r = base; r < stack->size(); ++r) {
+    c10::IValue& out = (*stack)[r];
+    if (!out.isTensor()) continue;
+    const at::Tensor& c = out.toTensor();
+    if (!c.defined() || c.device().type() != c10::DeviceType::CPU) continue;
+    out = join && c.requires_grad() ? c.to(c.options().device(device), false, false, std::nullopt)
+                                    : to_neuron(c, call.index);
+  }
+}
+
+}  // namespace
+
+void island_autograd_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  island(op, stack, /*autograd=*/true);
+}
+
+void island_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  island(op, stack, /*autograd=*/false);
+}
+
+}  // namespace accel_neuron_emu
