@@ -129,3 +129,47 @@ def test_tensors_on_two_devices_are_refused_by_the_python_island(neuron_emulator
     layer = torch.nn.GRU(4, 3).to(neuron_emulator)
     with pytest.raises(RuntimeError, match="device"):
         layer(torch.randn(5, 2, 4))  # a CPU input to a neuron layer, as CUDA refuses it
+
+
+@pytest.mark.parametrize("cls", [torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN])
+def test_an_in_place_change_of_an_output_is_caught_or_carried_as_on_the_cpu(
+    neuron_emulator, compiled, cls
+) -> None:
+    # Outputs leave the island over their memory, counting versions with the CPU graph's tensors: where
+    # the CPU graph saved an output, changing it in place fails backward as on the CPU; else the
+    # gradients are the CPU's. (The Python island hands out copies: there the CPU graph's saved output
+    # stays as it was, and backward runs; a gap of the Python per-op path.)
+    def run(device: torch.device | str) -> object:
+        torch.manual_seed(0)
+        layer = cls(4, 3, num_layers=2).to(device)
+        out = layer(torch.randn(5, 2, 4).to(device))[0]
+        out.mul_(2)
+        try:
+            out.sum().backward()
+        except RuntimeError as e:
+            return "modified by an inplace operation" in str(e)
+        return [p.grad.cpu() for p in layer.parameters()]
+
+    want, got = run("cpu"), run(neuron_emulator)
+    if isinstance(want, bool):
+        assert got == want
+    else:
+        assert isinstance(got, list) and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+
+
+def test_a_training_step_moves_no_tensor_across_the_islands_edges(neuron_emulator, compiled) -> None:
+    # Inputs enter the CPU graph and outputs leave it over their memory; gradients cross back the same
+    # way (autograd's copies, one per weight and output each way, took most of a small layer's cost).
+    # (The profiler counts the ops without giving the tensors Python objects, which a dispatch mode
+    # would: a gradient another object holds is copied, not taken over.)
+    def copies(device: torch.device | str) -> list[str]:
+        layer = torch.nn.LSTM(4, 3, num_layers=2).to(device)
+        x = torch.randn(5, 2, 4, device=device)
+        with torch.autograd.profiler.profile() as prof:
+            out, (h, c) = layer(x)
+            (out.sum() + h.sum() + c.sum()).backward()
+        names = [e.name for e in prof.function_events]
+        assert "aten::lstm" in names and all(p.grad is not None for p in layer.parameters())
+        return [n for n in names if n in ("aten::_to_copy", "aten::copy_")]
+
+    assert copies(neuron_emulator) == copies("cpu")  # the CPU op's own copies only

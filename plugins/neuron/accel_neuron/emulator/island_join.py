@@ -10,7 +10,7 @@ neuron inputs, so an in-place change of an input after forward fails backward as
 double backward, retain_graph and saved-tensor hooks are autograd's own. Under forward-mode AD and
 functorch transforms, and on the Python storage path, the island is :mod:`.cpu_islands`' autograd
 Function (:func:`joinable` says which). With the compiled per-op path, ``csrc/islands.cpp`` runs this
-forward (and the island without autograd) in C++, its twin: a change here is a change there.
+forward (and the island without autograd) in C++, crossing over the tensors' memory instead of by copies.
 """
 
 from __future__ import annotations

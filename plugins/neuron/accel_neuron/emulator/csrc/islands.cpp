@@ -5,12 +5,14 @@
 // projection batched and oneDNN's RNN only for CPU tensors), so on neuron they run as "islands": the
 // CPU op on CPU stand-ins of the neuron tensors, its results handed back as neuron tensors, bit for bit
 // the CPU's. These kernels serve the two cases a training loop makes every step:
-//   * autograd on (AutogradPrivateUse1, a tensor requiring grad): the CPU graph joins the device's
-//     (island_join.py's forward): an input requiring grad enters it as a CPU copy made by autograd's
-//     own _to_copy / copy_ (backward hands its gradient to the device) sharing the input's version
-//     counter, every other neuron input as a zero-copy CPU view; an output requiring grad leaves by
-//     autograd's own copy, the others as neuron tensors over their memory. One engine run of the
-//     caller's backward runs both graphs.
+//   * autograd on (AutogradPrivateUse1, a tensor requiring grad): the CPU graph joins the device's (as
+//     island_join.py's forward does): every neuron input enters it as a zero-copy CPU view, every
+//     output leaves it as a neuron tensor over its memory, and where the tensor requires grad the
+//     crossing is one autograd node (IslandEdgeBackward) whose backward hands the gradient across the
+//     same way, over its memory; the two sides count versions together, so an in-place change of
+//     either after forward fails a backward that needs the other, as on the CPU, where they are one
+//     tensor. One engine run of the caller's backward runs both graphs. (The Python island crosses by
+//     autograd's own copies: a small layer's step paid more for them than for the layer.)
 //   * no autograd (grad mode off, nothing requiring grad, or the PrivateUse1 kernel): CPU views, with
 //     the inputs' requires_grad flags (the CPU op's path looks at them), results over the same memory.
 // Everything else (inference mode, forward-mode AD, functorch transforms, tensors on other devices, a
@@ -21,12 +23,14 @@
 
 #include "emulator.h"
 
-#include <ATen/MemoryOverlap.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/autograd/forward_grad.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
 
 #include <mutex>
+#include <typeinfo>
 #include <unordered_map>
 
 namespace accel_neuron_emu {
@@ -119,15 +123,48 @@ bool take_apart(const IslandPlan& plan, const torch::jit::Stack& stack, size_t b
   return call->index >= 0;
 }
 
-// The island's CPU copy of neuron input `t` (requiring grad), recorded by autograd, counting versions
-// with `t` (island_join._cpu_copy's twin): a dense copy, or one with t's strides where t has gaps.
-at::Tensor cpu_copy(const at::Tensor& t) {
-  const c10::Device cpu(c10::DeviceType::CPU);
-  at::Tensor c = t.is_contiguous() || at::has_internal_overlap(t) == at::MemOverlap::Yes
-      ? t.to(t.options().device(cpu), /*non_blocking=*/false, /*copy=*/false, std::nullopt)
-      : at::empty_strided(t.sizes(), t.strides(), at::TensorOptions().dtype(t.dtype())).copy_(t);
-  c.unsafeGetTensorImpl()->set_version_counter(t.unsafeGetTensorImpl()->version_counter());
-  return c;
+// A gradient crossing an island's edge to `device`: over its own memory (a neuron gradient as a CPU
+// view; a CPU one nothing else holds as a neuron tensor), or by autograd's own copy where a graph of the
+// backward is being made (create_graph: second-order gradients flow through the copy) or the gradient
+// is no plain dense tensor (vmap's batched gradients).
+at::Tensor edge_grad(at::Tensor g, c10::Device device) {
+  if (!g.defined()) return g;
+  c10::TensorImpl* impl = g.unsafeGetTensorImpl();
+  if (!at::GradMode::is_enabled() && impl->has_storage() && g.layout() == c10::kStrided && !g.is_conj() &&
+      !g.is_neg() && typeid(*impl) == typeid(c10::TensorImpl)) {
+    if (device.type() == kNeuron && g.device().type() == c10::DeviceType::CPU && g.use_count() == 1 &&
+        g.storage().use_count() == 1) {
+      return to_neuron(g, device.index(), nullptr, /*reuse=*/true);
+    }
+    if (device.type() == c10::DeviceType::CPU && g.device().type() == kNeuron &&
+        memory_of(g.storage().unsafeGetStorageImpl()) != nullptr) {
+      return cpu_view(g);
+    }
+  }
+  return g.to(g.options().device(device), /*non_blocking=*/false, /*copy=*/false, std::nullopt);
+}
+
+// The backward of an island's edge: hands the incoming gradient to `device` (edge_grad). A node of its
+// own, not a torch::autograd::Function (whose backward demangles its name on every call).
+struct IslandEdgeBackward : public torch::autograd::Node {
+  explicit IslandEdgeBackward(c10::Device device) : device(device) {}
+  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    return {edge_grad(std::move(grads[0]), device)};
+  }
+  std::string name() const override { return "IslandEdgeBackward"; }
+  c10::Device device;
+};
+
+// `out` (made over the memory of `from`, which requires grad) as `from` crossing an island's edge: one
+// autograd node whose backward hands the gradient to from's device, and versions counted with `from`
+// (an in-place change of either after forward fails a backward that needs the other, as on the CPU,
+// where they are one tensor).
+at::Tensor across_edge(at::Tensor out, const at::Tensor& from) {
+  auto node = c10::make_intrusive<IslandEdgeBackward>(from.device());
+  node->set_next_edges(torch::autograd::collect_next_edges(from));
+  out.unsafeGetTensorImpl()->set_version_counter(from.unsafeGetTensorImpl()->version_counter());
+  torch::autograd::set_history(out, c10::intrusive_ptr<torch::autograd::Node>(std::move(node)));
+  return out;
 }
 
 // Put `cpu` (the stand-ins of the call's tensors, in plan order) in their places on `stack`.
@@ -173,7 +210,7 @@ void island(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool autogr
     if (!t.defined() || t.device().type() != kNeuron) {
       cpu.push_back(t);
     } else if (join && t.requires_grad()) {
-      cpu.push_back(cpu_copy(t));
+      cpu.push_back(across_edge(cpu_view(t), t));  // zero-copy: into the CPU graph
     } else {
       at::Tensor view = cpu_view(t);
       if (!join && t.requires_grad()) view.requires_grad_(true);  // the CPU op's path looks at the flags
@@ -186,14 +223,12 @@ void island(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool autogr
   if (swapped) swapped->restore();
   fast_calls.fetch_add(1, std::memory_order_relaxed);
 
-  const c10::Device device(kNeuron, static_cast<c10::DeviceIndex>(call.index));
   for (size_t r = base; r < stack->size(); ++r) {
     c10::IValue& out = (*stack)[r];
     if (!out.isTensor()) continue;
     const at::Tensor& c = out.toTensor();
     if (!c.defined() || c.device().type() != c10::DeviceType::CPU) continue;
-    out = join && c.requires_grad() ? c.to(c.options().device(device), false, false, std::nullopt)
-                                    : to_neuron(c, call.index);
+    out = join && c.requires_grad() ? across_edge(to_neuron(c, call.index), c) : to_neuron(c, call.index);
   }
 }
 
