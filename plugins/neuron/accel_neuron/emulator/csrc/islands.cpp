@@ -144,27 +144,39 @@ at::Tensor edge_grad(at::Tensor g, c10::Device device) {
   return g.to(g.options().device(device), /*non_blocking=*/false, /*copy=*/false, std::nullopt);
 }
 
-// The backward of an island's edge: hands the incoming gradient to `device` (edge_grad). A node of its
-// own, not a torch::autograd::Function (whose backward demangles its name on every call).
+// The backward of one side of an island's edge: hands each incoming gradient to the device of the
+// tensor it belongs to (edge_grad). One node per side and call (all the inputs that require grad, all
+// the outputs that do), not one per tensor: each node costs the engine a dispatch of its own. A plain
+// Node, not a torch::autograd::Function (whose backward demangles its name on every call).
 struct IslandEdgeBackward : public torch::autograd::Node {
-  explicit IslandEdgeBackward(c10::Device device) : device(device) {}
+  explicit IslandEdgeBackward(c10::SmallVector<c10::Device, 8> devices) : devices(std::move(devices)) {}
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
-    return {edge_grad(std::move(grads[0]), device)};
+    torch::autograd::variable_list out;
+    out.reserve(grads.size());
+    for (size_t i = 0; i < grads.size(); ++i) out.push_back(edge_grad(std::move(grads[i]), devices[i]));
+    return out;
   }
   std::string name() const override { return "IslandEdgeBackward"; }
-  c10::Device device;
+  c10::SmallVector<c10::Device, 8> devices;
 };
 
-// `out` (made over the memory of `from`, which requires grad) as `from` crossing an island's edge: one
-// autograd node whose backward hands the gradient to from's device, and versions counted with `from`
-// (an in-place change of either after forward fails a backward that needs the other, as on the CPU,
-// where they are one tensor).
-at::Tensor across_edge(at::Tensor out, const at::Tensor& from) {
-  auto node = c10::make_intrusive<IslandEdgeBackward>(from.device());
-  node->set_next_edges(torch::autograd::collect_next_edges(from));
-  out.unsafeGetTensorImpl()->set_version_counter(from.unsafeGetTensorImpl()->version_counter());
-  torch::autograd::set_history(out, c10::intrusive_ptr<torch::autograd::Node>(std::move(node)));
-  return out;
+// `tensors[slots[k]]` (each made over the memory of `from[k]`, which requires grad) as `from[k]` crossing an
+// island's edge: the outputs of one autograd node whose backward hands each gradient to its `from`'s
+// device, each counting versions with its `from` (an in-place change of either after forward fails a
+// backward that needs the other, as on the CPU, where they are one tensor).
+template <class Tensors>
+void across_edge(Tensors& tensors, const c10::SmallVector<size_t, 16>& slots, const std::vector<at::Tensor>& from) {
+  if (from.empty()) return;
+  c10::SmallVector<c10::Device, 8> devices;
+  for (const at::Tensor& f : from) devices.push_back(f.device());
+  auto node = c10::make_intrusive<IslandEdgeBackward>(std::move(devices));
+  node->set_next_edges(torch::autograd::collect_next_edges(at::ArrayRef<at::Tensor>(from)));
+  c10::intrusive_ptr<torch::autograd::Node> fn(std::move(node));
+  for (size_t k = 0; k < slots.size(); ++k) {
+    at::Tensor& out = tensors[slots[k]];
+    out.unsafeGetTensorImpl()->set_version_counter(from[k].unsafeGetTensorImpl()->version_counter());
+    torch::autograd::set_history(out, fn);  // output k of the node, in this order
+  }
 }
 
 // Put `cpu` (the stand-ins of the call's tensors, in plan order) in their places on `stack`.
@@ -205,31 +217,45 @@ void island(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool autogr
   const bool join = autograd && call.requires_grad && at::GradMode::is_enabled();
 
   c10::SmallVector<at::Tensor, 16> cpu;
+  c10::SmallVector<size_t, 16> crossing;  // the stand-ins that enter the CPU graph requiring grad
+  std::vector<at::Tensor> from;
   cpu.reserve(call.tensors.size());
   for (const at::Tensor& t : call.tensors) {
     if (!t.defined() || t.device().type() != kNeuron) {
       cpu.push_back(t);
     } else if (join && t.requires_grad()) {
-      cpu.push_back(across_edge(cpu_view(t), t));  // zero-copy: into the CPU graph
+      crossing.push_back(cpu.size());
+      from.push_back(t);
+      cpu.push_back(cpu_view(t));  // zero-copy: into the CPU graph
     } else {
       at::Tensor view = cpu_view(t);
       if (!join && t.requires_grad()) view.requires_grad_(true);  // the CPU op's path looks at the flags
       cpu.push_back(std::move(view));
     }
   }
+  across_edge(cpu, crossing, from);
+  from.clear();
+  crossing.clear();
   call.tensors.clear();
   put_back(plan, *stack, base, cpu);
   op.callBoxed(stack);  // from the top: with autograd on, the CPU records its graph
   if (swapped) swapped->restore();
   fast_calls.fetch_add(1, std::memory_order_relaxed);
 
+  c10::SmallVector<at::Tensor, 16> results;  // (the stack's IValues hold their tensors by value)
   for (size_t r = base; r < stack->size(); ++r) {
     c10::IValue& out = (*stack)[r];
     if (!out.isTensor()) continue;
     const at::Tensor& c = out.toTensor();
     if (!c.defined() || c.device().type() != c10::DeviceType::CPU) continue;
-    out = join && c.requires_grad() ? across_edge(to_neuron(c, call.index), c) : to_neuron(c, call.index);
+    if (join && c.requires_grad()) {
+      crossing.push_back(results.size());
+      from.push_back(c);
+    }
+    results.push_back(to_neuron(c, call.index));  // over c's memory: out of the CPU graph
+    out = results.back();
   }
+  across_edge(results, crossing, from);  // the stack holds the same TensorImpls: it sees their history
 }
 
 }  // namespace
