@@ -101,28 +101,44 @@ def test_an_in_place_change_of_a_weight_after_forward_fails_backward_as_on_the_c
     assert no_python_island == []
 
 
-def test_inference_mode_forward_ad_and_transforms_go_to_the_python_island(
-    neuron_emulator, no_python_island
+@pytest.mark.parametrize("inference_input", [False, True])
+def test_in_inference_mode_the_compiled_island_gives_the_cpus_kind_of_tensor(
+    neuron_emulator, no_python_island, inference_input
 ) -> None:
+    # Evaluation under torch.inference_mode(): the CPU op sees inputs of the kinds the CPU run's op sees
+    # (a normal tensor stays one), and the results are inference tensors as on the CPU.
+    def run(device: torch.device | str) -> torch.Tensor:
+        torch.manual_seed(0)
+        layer = torch.nn.LSTM(4, 3, num_layers=2).to(device)
+        with torch.inference_mode(inference_input):
+            x = torch.randn(5, 2, 4).to(device)
+        with torch.inference_mode():
+            out = layer(x)[0]
+        assert out.is_inference() and x.is_inference() == inference_input
+        return out.cpu()
+
+    want = run("cpu")
+    assert torch.equal(run(neuron_emulator), want)
+    assert no_python_island == []
+
+
+def test_forward_ad_and_transforms_go_to_the_python_island(neuron_emulator, no_python_island) -> None:
     torch.manual_seed(0)
     layer = torch.nn.RNN(4, 3)
     x = torch.randn(5, 2, 4)
     want = layer(x)[0].detach()
     layer = layer.to(neuron_emulator)
     xn = x.to(neuron_emulator)
-    with torch.inference_mode():
-        assert torch.equal(layer(xn)[0].cpu(), want)
-    assert no_python_island == ["aten::rnn_tanh"]
     with fwAD.dual_level():  # (no dual input: the Python island has no forward-mode formula either)
         assert torch.equal(layer(xn)[0].detach().cpu(), want)
-    assert no_python_island[1:] == ["aten::rnn_tanh"]
+    assert no_python_island == ["aten::rnn_tanh"]
     out = torch.func.functional_call(layer, dict(layer.named_parameters()), (xn,))[0]
     assert torch.equal(out.detach().cpu(), want)  # no transform: the compiled island
-    assert len(no_python_island) == 2
+    assert len(no_python_island) == 1
     # under a transform: the Python island (whose autograd Function, as before, functorch cannot run)
     with pytest.raises(RuntimeError, match="setup_context"):
         torch.func.grad(lambda inp: layer(inp)[0].sum())(xn)
-    assert no_python_island[2:] == ["aten::rnn_tanh"]
+    assert no_python_island[1:] == ["aten::rnn_tanh"]
 
 
 def test_tensors_on_two_devices_are_refused_by_the_python_island(neuron_emulator, no_python_island) -> None:

@@ -15,8 +15,8 @@
 //     autograd's own copies: a small layer's step paid more for them than for the layer.)
 //   * no autograd (grad mode off, nothing requiring grad, or the PrivateUse1 kernel): CPU views, with
 //     the inputs' requires_grad flags (the CPU op's path looks at them), results over the same memory.
-// Everything else (inference mode, forward-mode AD, functorch transforms, tensors on other devices, a
-// device with no generator yet for dropout between layers) is redispatched to the Python island
+// Everything else (forward-mode AD, functorch transforms, tensors on other devices, a device with no
+// generator yet for dropout between layers) is redispatched to the Python island
 // registered at AutogradPrivateUse3 / PrivateUse3 (cpu_islands.register), which computes it or raises
 // the error naming op and source. The emulator's island tests run under both (the Python one is the
 // whole island without a C++ compiler, or with ACCEL_NEURON_EMULATOR_HOT_PATH=python).
@@ -196,6 +196,13 @@ void put_back(const IslandPlan& plan, torch::jit::Stack& stack, size_t base, c10
   }
 }
 
+// In inference mode: a CPU view of `t` of t's kind (an inference tensor only for an inference tensor:
+// the CPU op treats the two kinds apart, and a view made now would be one).
+at::Tensor view_in_kind(const at::Tensor& t) {
+  c10::InferenceMode mode(t.is_inference());
+  return cpu_view(t);
+}
+
 void python_island(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool autograd) {
   slow_calls.fetch_add(1, std::memory_order_relaxed);
   op.redispatchBoxed(
@@ -203,9 +210,8 @@ void python_island(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool
 }
 
 void island(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool autograd) {
-  if (c10::InferenceMode::is_enabled() || functorch_active() || (autograd && forward_ad_active())) {
-    return python_island(op, stack, autograd);
-  }
+  if (functorch_active() || (autograd && forward_ad_active())) return python_island(op, stack, autograd);
+  const bool inference = c10::InferenceMode::is_enabled();
   const IslandPlan& plan = island_plan(op);
   const size_t base = stack->size() - plan.nargs;
   IslandCall call;
@@ -228,7 +234,7 @@ void island(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool autogr
       from.push_back(t);
       cpu.push_back(cpu_view(t));  // zero-copy: into the CPU graph
     } else {
-      at::Tensor view = cpu_view(t);
+      at::Tensor view = inference ? view_in_kind(t) : cpu_view(t);
       if (!join && t.requires_grad()) view.requires_grad_(true);  // the CPU op's path looks at the flags
       cpu.push_back(std::move(view));
     }
