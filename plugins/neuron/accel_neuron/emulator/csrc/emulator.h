@@ -35,7 +35,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -312,6 +314,22 @@ struct Plan {
   std::vector<int> ret_src;   // per return: the argument it returns (written alias), or -1
   std::vector<size_t> outs;   // the out= arguments (kwarg-only, written, one tensor each)
 };
+
+// What `make` builds for `op`: built once per operator (under a lock), then found without a lock (each
+// thread keeps a map of the operators it has seen). The per-op plans of plans.cpp and islands.cpp.
+template <class T, std::unique_ptr<T> (*Make)(const c10::OperatorHandle&)>
+const T& made_once_per_op(const c10::OperatorHandle& op) {
+  static std::mutex mutex;
+  static std::unordered_map<c10::OperatorHandle, std::unique_ptr<T>> made;  // never shrinks: pointers stay valid
+  thread_local std::unordered_map<c10::OperatorHandle, const T*> seen;
+  auto hit = seen.find(op);
+  if (hit != seen.end()) return *hit->second;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = made.find(op);
+  if (it == made.end()) it = made.emplace(op, Make(op)).first;
+  seen.emplace(op, it->second.get());
+  return *it->second;
+}
 
 // Set routing.py's tables: op names the Python kernel must handle, copies, device-agnostic views.
 void set_routes(const std::vector<std::string>& python_only, const std::vector<std::string>& copies,

@@ -29,9 +29,7 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 
-#include <mutex>
 #include <typeinfo>
-#include <unordered_map>
 
 namespace accel_neuron_emu {
 namespace {
@@ -45,35 +43,26 @@ struct IslandPlan {
   int train = -1;
 };
 
-IslandPlan make_island_plan(const c10::OperatorHandle& op) {
-  IslandPlan plan;
+std::unique_ptr<IslandPlan> make_island_plan(const c10::OperatorHandle& op) {
+  auto plan = std::make_unique<IslandPlan>();
   const auto& arguments = op.schema().arguments();
-  plan.nargs = arguments.size();
+  plan->nargs = arguments.size();
   for (size_t i = 0; i < arguments.size(); ++i) {
     const c10::TypePtr& type = arguments[i].real_type();
     const auto kind = type->kind();
     const bool optional = kind == c10::TypeKind::OptionalType;
     const c10::TypePtr& inner = optional || kind == c10::TypeKind::ListType ? type->containedType(0) : type;
-    if (inner->kind() == c10::TypeKind::TensorType) plan.tensor_args.emplace_back(i, kind == c10::TypeKind::ListType);
+    if (inner->kind() == c10::TypeKind::TensorType) plan->tensor_args.emplace_back(i, kind == c10::TypeKind::ListType);
     const std::string& name = arguments[i].name();
-    if (name == "batch_sizes") plan.cpu_by_design = i;
-    if (name == "dropout") plan.dropout = static_cast<int>(i);
-    if (name == "train") plan.train = static_cast<int>(i);
+    if (name == "batch_sizes") plan->cpu_by_design = i;
+    if (name == "dropout") plan->dropout = static_cast<int>(i);
+    if (name == "train") plan->train = static_cast<int>(i);
   }
   return plan;
 }
 
 const IslandPlan& island_plan(const c10::OperatorHandle& op) {
-  static std::mutex mutex;
-  static std::unordered_map<c10::OperatorHandle, std::unique_ptr<IslandPlan>> plans;  // never shrinks
-  thread_local std::unordered_map<c10::OperatorHandle, const IslandPlan*> seen;
-  auto hit = seen.find(op);
-  if (hit != seen.end()) return *hit->second;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = plans.find(op);
-  if (it == plans.end()) it = plans.emplace(op, std::make_unique<IslandPlan>(make_island_plan(op))).first;
-  seen.emplace(op, it->second.get());
-  return *it->second;
+  return made_once_per_op<IslandPlan, &make_island_plan>(op);
 }
 
 // torch._C._are_functorch_transforms_active()

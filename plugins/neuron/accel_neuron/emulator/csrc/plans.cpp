@@ -11,15 +11,12 @@
 
 #include "emulator.h"
 
-#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
 namespace accel_neuron_emu {
 namespace {
 
-std::mutex plans_mutex;
-std::unordered_map<c10::OperatorHandle, std::unique_ptr<Plan>> plans;  // never shrinks: Plan pointers stay valid
 std::unordered_set<std::string> slow_names;  // op names the Python kernel must handle (routing.PYTHON_ONLY)
 std::unordered_set<std::string> copy_names;  // copies (routing.COPY_OPS)
 std::unordered_set<std::string> view_names;  // "name" or "name.overload" of device-agnostic views
@@ -142,16 +139,7 @@ bool is_view_route(const std::string& short_name) {
 }
 
 const Plan& plan_for(const c10::OperatorHandle& op) {
-  thread_local std::unordered_map<c10::OperatorHandle, const Plan*> seen;  // no lock on the way back
-  auto hit = seen.find(op);
-  if (hit != seen.end()) return *hit->second;
-  std::lock_guard<std::mutex> lock(plans_mutex);
-  auto it = plans.find(op);
-  if (it == plans.end()) {
-    it = plans.emplace(op, make_plan(op)).first;
-  }
-  seen.emplace(op, it->second.get());
-  return *it->second;
+  return made_once_per_op<Plan, &make_plan>(op);
 }
 
 }  // namespace accel_neuron_emu
