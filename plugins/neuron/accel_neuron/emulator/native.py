@@ -297,19 +297,15 @@ def hot_path(count: int = 1) -> str:
     return "native"
 
 
-def _raise_last_error(what: str) -> None:
+def _checked(entry: str, could_not: str, *args: object) -> None:
+    """Call the core's C entry point ``accel_neuron_emulator_<entry>``; a non-zero status raises
+    EmulatorError saying that the emulator could not `could_not`, with the core's last error."""
     from .errors import EmulatorError
 
     assert _lib is not None
-    raise EmulatorError(f"{what}: {_lib.accel_neuron_emulator_last_error().decode()}")
-
-
-def _checked(entry: str, could_not: str, *args: object) -> None:
-    """Call the core's C entry point ``accel_neuron_emulator_<entry>``; a non-zero status raises that the
-    emulator could not `could_not`, with the core's last error."""
-    assert _lib is not None
     if getattr(_lib, f"accel_neuron_emulator_{entry}")(*args) != 0:
-        _raise_last_error(f"the neuron emulator could not {could_not}")
+        detail = _lib.accel_neuron_emulator_last_error().decode()
+        raise EmulatorError(f"the neuron emulator could not {could_not}: {detail}")
 
 
 def enable_fast_path(
@@ -346,19 +342,15 @@ def enable_native_sdpa(on: bool = True) -> None:
 
 def memory_get(index: int) -> dict[str, int]:
     """The C++ core's memory statistics of device `index`, by name (:func:`stat_names`)."""
-    assert _lib is not None
     out = (ctypes.c_int64 * len(_stat_names))()
-    if _lib.accel_neuron_emulator_memory_get(index, out, len(_stat_names)) != 0:
-        _raise_last_error(f"the neuron emulator could not read the memory statistics of neuron:{index}")
+    _checked("memory_get", f"read the memory statistics of neuron:{index}", index, out, len(_stat_names))
     return dict(zip(_stat_names, out, strict=True))
 
 
 def memory_set(index: int, values: dict[str, int]) -> None:
     """Overwrite the C++ core's memory statistics of device `index` (`values`: every name of :func:`stat_names`)."""
-    assert _lib is not None
     row = (ctypes.c_int64 * len(_stat_names))(*(values[name] for name in _stat_names))
-    if _lib.accel_neuron_emulator_memory_set(index, row, len(_stat_names)) != 0:
-        _raise_last_error(f"the neuron emulator could not set the memory statistics of neuron:{index}")
+    _checked("memory_set", f"set the memory statistics of neuron:{index}", index, row, len(_stat_names))
 
 
 def register_device_allocator() -> None:
