@@ -45,10 +45,14 @@ def register_generic(lib: torch.library.Library, name: str, op: Any) -> None:
 
 
 def kernel_for(op: Any):
-    """An explicit kernel for `op` (same behaviour as the fallback)."""
-    info = info_for(op)
+    """An explicit kernel for `op` (same behaviour as the fallback).
+
+    Its :class:`.op_info.OpInfo` is read at its first call, not here: about 1,400 ops get a kernel
+    at install and most never reach the Python kernel on the compiled path, and each info's
+    containers would stay in the garbage collector's oldest generation for the process's life.
+    """
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        return run(op, info, args, kwargs)
+        return run(op, info_for(op), args, kwargs)
 
     return kernel
