@@ -256,6 +256,45 @@ def test_sparse_tensors_raise_the_emulator_error_saying_why(make) -> None:
         make()
 
 
+def _two_rows(device: str = "cpu") -> list[torch.Tensor]:
+    return [torch.arange(6.0, device=device).reshape(2, 3), torch.arange(9.0, device=device).reshape(3, 3)]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.nested.as_nested_tensor(_two_rows("neuron")),
+        lambda: torch.nested.nested_tensor(_two_rows(), device="neuron") + 1,
+        lambda: torch.nested.nested_tensor(_two_rows()).to("neuron"),
+        lambda: torch._nested_tensor_from_mask(
+            torch.randn(2, 3, 4, device="neuron"), torch.ones(2, 3, dtype=torch.bool, device="neuron")
+        ),
+    ],
+    ids=["as_nested_tensor", "op_on_one", "to_neuron", "from_mask"],
+)
+def test_strided_nested_tensors_raise_the_emulator_error_saying_why(make) -> None:
+    """PyTorch has no NestedTensorPrivateUse1 kernels: the emulator's error names the op and the way
+    out, not PyTorch's internal "NestedTensorImpl doesn't support strides" or a missing-kernel error."""
+    from accel_neuron.emulator import EmulatorError
+
+    with pytest.raises(
+        EmulatorError,
+        match=r"aten::\w+: a nested tensor \(torch\.nested, layout=torch\.strided\) on the neuron device.*"
+        r"TorchNeuron's documentation .*does not say whether it supports them.*layout=torch\.jagged",
+    ):
+        make()
+
+
+def test_jagged_nested_tensors_run_on_the_device_as_on_the_cpu() -> None:
+    """The way out the error names: a torch.jagged nested tensor is dense tensors underneath."""
+    rows = _two_rows()
+    cpu = torch.nested.nested_tensor(rows, layout=torch.jagged)
+    neuron = torch.nested.nested_tensor(rows, layout=torch.jagged, device="neuron")
+    assert neuron.device.type == "neuron" and neuron.is_nested
+    expected = (cpu * 2 + 1).relu().to_padded_tensor(0.0)
+    assert torch.equal((neuron * 2 + 1).relu().to_padded_tensor(0.0).cpu(), expected)
+
+
 def test_chunked_linear_cross_entropy_accumulates_like_the_cpu_in_bfloat16() -> None:
     from torch.nn.modules.linear_cross_entropy_options import LinearCrossEntropyOptions
 

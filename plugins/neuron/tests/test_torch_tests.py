@@ -194,18 +194,19 @@ def test_a_sparse_refusal_is_listed_as_an_open_emulator_limit_not_as_a_trainium_
 
 
 def test_a_nested_tensor_failure_is_listed_as_an_open_emulator_limit() -> None:
-    """PyTorch's words when a nested tensor meets the neuron device, on each per-op path and for
-    ``.to("neuron")`` (plugins/neuron/README.md, "Nested tensors"): listed apart, not as a bug."""
+    """The emulator's refusal of a strided nested tensor (plugins/neuron/README.md, "Nested tensors"),
+    on each per-op path and for ``.to("neuron")``: listed apart, not as a bug."""
     messages = (
-        "failed: RuntimeError: Internal error: NestedTensorImpl doesn't support strides. Please file an issue.",
-        "failed: RuntimeError: Internal error: NestedTensorImpl doesn't support sizes. Please file an issue.",
-        "failed: NotImplementedError: Could not run 'aten::_to_copy' with arguments from the "
-        "'NestedTensorneuron' backend.",
+        "failed: accel_neuron.emulator.errors.EmulatorError: aten::_nested_tensor_from_mask: a nested tensor "
+        "(torch.nested, layout=torch.strided) on the neuron device is not supported by the neuron emulator",
+        "failed: EmulatorError: aten::_to_copy: a nested tensor (torch.nested, layout=torch.strided) on the "
+        "neuron device is not supported",
     )
     for message in messages:
         limit = suite.emulator_limit(message)
         assert limit is not None and limit.startswith("nested tensors"), message
-    assert suite.emulator_limit("RuntimeError: NestedTensorImpl is fine") is None
+    assert suite.emulator_limit("RuntimeError: NestedTensorImpl doesn't support strides") is None
+    assert suite.emulator_limit("EmulatorError: aten::add: a nested tensor is fine") is None
 
 
 def test_the_index_copies_list_names_each_file_run_here_with_commit_size_and_hash() -> None:

@@ -157,9 +157,10 @@ _refusal_libs: list[torch.library.Library] = []  # kept alive: dropping a Librar
 
 
 def _register_refusals() -> None:
-    """Make sparse and quantized ops on neuron raise the emulator's error instead of a missing-kernel error."""
+    """Make sparse, nested and quantized ops on neuron raise the emulator's error, not a missing-kernel one."""
     lib = torch.library.Library("_", "IMPL")
     for key in ("SparsePrivateUse1", "SparseCsrPrivateUse1"):
         lib.fallback(layout_refusals.sparse_fallback_kernel, key)
+    lib.fallback(layout_refusals.nested_fallback_kernel, "NestedTensorPrivateUse1")
     lib.fallback(layout_refusals.quantized_fallback_kernel, "QuantizedPrivateUse1")
     _refusal_libs.append(lib)

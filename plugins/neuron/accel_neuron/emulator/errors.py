@@ -19,7 +19,7 @@ class EmulatorError(AccelError, RuntimeError):
 def limit(what: str, instead: str) -> EmulatorError:
     """Build an `EmulatorError` for a documented emulator limit."""
     return EmulatorError(
-        f"{what} is not supported by the neuron emulator (pure-Python CPU emulation, "
+        f"{what} is not supported by the neuron emulator (a CPU emulation, "
         f"see 'Emulator limits' in plugins/neuron/README.md). {instead}"
     )
 

@@ -24,7 +24,7 @@ what the CPU runs); :mod:`.kernel_keys` registers it (and says on which dispatch
 The per-op hot path: its helpers stay module-local so a call costs plain local lookups, and the
 storage path's functions come from the op's :class:`OpInfo` (:mod:`.op_info`). The rare cases
 live next to it: written arguments re-pointed or grown (:mod:`.written_args`) and the refusals
-of sparse and quantized tensors (:mod:`.layout_refusals`).
+of sparse, nested and quantized tensors (:mod:`.layout_refusals`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from . import accelerator_dtypes, devices, memory, rng
-from .layout_refusals import quantized_limit, sparse_limit
+from .layout_refusals import nested_limit, quantized_limit, sparse_limit
 from .op_info import OpInfo, info_for
 from .op_info import infos as _infos
 from .written_args import arg as _arg
@@ -251,10 +251,12 @@ def run(op: Any, info: OpInfo, args: tuple, kwargs: dict) -> Any:
             return out if to_cpu or not out.is_cpu else info.to_neuron(out, out_index)
         return _wrap(info, out, args, kwargs, to_cpu, out_index)
     except NotImplementedError:
-        # A sparse CPU result ("Cannot access storage of SparseTensorImpl") or a quantized one has no
-        # neuron twin.
+        # A sparse CPU result ("Cannot access storage of SparseTensorImpl"), a nested or a quantized one
+        # has no neuron twin.
         for x in torch.utils._pytree.tree_leaves(out):
             if isinstance(x, _Tensor):
+                if x.is_nested:
+                    raise nested_limit(info.name) from None
                 if x.layout != torch.strided:
                     raise sparse_limit(info.name, x.layout) from None
                 if x.is_quantized:

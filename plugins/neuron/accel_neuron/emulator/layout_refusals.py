@@ -1,4 +1,4 @@
-"""The refusals of sparse and quantized tensors on the emulated device (errors and their fallbacks)."""
+"""The refusals of sparse, nested and quantized tensors on the emulated device (errors and their fallbacks)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,20 @@ def sparse_limit(op_name: str, layout: Any) -> Exception:
     )
 
 
+def nested_limit(op_name: str) -> Exception:
+    """The error for a nested tensor of the strided kind (a NestedTensorImpl) on the neuron device."""
+    from .errors import limit
+
+    return limit(
+        f"{op_name}: a nested tensor (torch.nested, layout=torch.strided) on the neuron device",
+        "PyTorch has no kernels for nested tensors on a PrivateUse1 device and the emulator adds none; "
+        "TorchNeuron's documentation (AWS Neuron 2.33, 'Supported PyTorch APIs and operators') does not say "
+        "whether it supports them. Make them with layout=torch.jagged (a nested tensor over dense tensors, "
+        "whose ops run as dense ops on the device), pad them on the CPU (to_padded_tensor) before moving "
+        "them to neuron, or keep them on the CPU.",
+    )
+
+
 def sparse_fallback_kernel(op: Any, *args: Any, **kwargs: Any) -> Any:
     """The SparsePrivateUse1 / SparseCsrPrivateUse1 fallback: a clear error naming the limit."""
     layout = next(
@@ -46,6 +60,11 @@ def sparse_fallback_kernel(op: Any, *args: Any, **kwargs: Any) -> Any:
         "sparse",
     )
     raise sparse_limit(op._schema.name, layout)
+
+
+def nested_fallback_kernel(op: Any, *args: Any, **kwargs: Any) -> Any:
+    """The NestedTensorPrivateUse1 fallback: a clear error naming the limit."""
+    raise nested_limit(op._schema.name)
 
 
 def quantized_fallback_kernel(op: Any, *args: Any, **kwargs: Any) -> Any:

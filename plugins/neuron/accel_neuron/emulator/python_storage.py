@@ -193,6 +193,8 @@ def to_neuron(c: torch.Tensor, index: int = 0) -> torch.Tensor:
     """
     if c.is_quantized:  # NotImplementedError, as the C++ core's: fallback.py names the op and the source
         raise NotImplementedError("the neuron device holds no quantized tensors")
+    if c.is_nested:  # (its sizes and strides are not a dense tensor's: it has no neuron twin)
+        raise NotImplementedError("the neuron device holds no nested tensors of the strided kind")
     cst = c.untyped_storage()
     ptr = cst.data_ptr()
     ref = _by_ptr.get(ptr)

@@ -70,9 +70,8 @@ _OUTCOME_FAILED = ("failed", "error", "missing")
 EMULATOR_LIMITS = {
     "sparse layouts (undocumented for TorchNeuron; refused by the emulator)":
         r"EmulatorError: aten::\w+: a (?:torch\.)?sparse\w* tensor on the neuron device",
-    # PyTorch's own words: NestedTensorImpl made over neuron tensors, or no kernel for the key
-    "nested tensors (undocumented for TorchNeuron; not emulated)":
-        r"NestedTensorImpl doesn't support (?:strides|sizes)|'NestedTensorneuron' backend",
+    "nested tensors of the strided kind (undocumented for TorchNeuron; refused by the emulator)":
+        r"EmulatorError: aten::\w+: a nested tensor \(torch\.nested, layout=torch\.strided\) on the neuron device",
 }  # fmt: skip
 
 
