@@ -387,8 +387,7 @@ at::Tensor to_neuron(const at::Tensor& c, int64_t index, const LentViews* lent, 
       c.layout(), " tensor (keep sparse tensors on the CPU, or call .to_dense() before moving them to neuron)");
   TORCH_CHECK_NOT_IMPLEMENTED(  // fallback.py names the op and TorchNeuron's table (quantized: N)
       !c.is_quantized(), "the neuron device holds no quantized tensors");
-  TORCH_CHECK_NOT_IMPLEMENTED(  // (a NestedTensorImpl has no dense sizes and strides to copy)
-      !c.is_nested(), "the neuron device holds no nested tensors of the strided kind");
+  TORCH_CHECK_NOT_IMPLEMENTED(!c.is_nested(), "the neuron device holds no nested tensors of the strided kind");
   int i = static_cast<int>(index);
   if (reuse && becomes_neuron(c)) {
     // is_fresh: taken over, so storage and device are new_storage_over's, as neuron_storage_for's would be
