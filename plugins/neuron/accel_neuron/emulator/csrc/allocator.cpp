@@ -387,7 +387,6 @@ at::Tensor to_neuron(const at::Tensor& c, int64_t index, const LentViews* lent, 
       c.layout(), " tensor (keep sparse tensors on the CPU, or call .to_dense() before moving them to neuron)");
   TORCH_CHECK_NOT_IMPLEMENTED(  // fallback.py names the op and TorchNeuron's table (quantized: N)
       !c.is_quantized(), "the neuron device holds no quantized tensors");
-  TORCH_CHECK_NOT_IMPLEMENTED(!c.is_nested(), "the neuron device holds no nested tensors of the strided kind");
   int i = static_cast<int>(index);
   if (reuse && becomes_neuron(c)) {
     // is_fresh: taken over, so storage and device are new_storage_over's, as neuron_storage_for's would be
@@ -396,6 +395,7 @@ at::Tensor to_neuron(const at::Tensor& c, int64_t index, const LentViews* lent, 
     impl->_change_backend_component_keys(impl->storage().device());
     return c;
   }
+  TORCH_CHECK_NOT_IMPLEMENTED(!c.is_nested(), "the neuron device holds no nested tensors of the strided kind");
   auto st = neuron_storage_for(c.storage(), &i, lent);
   auto impl = c10::make_intrusive<c10::TensorImpl>(
       c10::Storage(std::move(st)), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c.dtype());

@@ -344,6 +344,14 @@ const Plan& plan_for(const c10::OperatorHandle& op);
 extern std::atomic<int64_t> fast_calls;  // calls the compiled path served
 extern std::atomic<int64_t> slow_calls;  // calls handed to the Python kernel (PrivateUse3)
 
+// Hands the boxed call on `stack` to the Python kernel at `key` (PrivateUse3; the islands' autograd
+// kernel: AutogradPrivateUse3), counted as a call the compiled path did not serve.
+inline void hand_to_python(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                           c10::DispatchKey key = c10::DispatchKey::PrivateUse3) {
+  slow_calls.fetch_add(1, std::memory_order_relaxed);
+  op.redispatchBoxed(c10::DispatchKeySet(key), stack);
+}
+
 // Checks one tensor argument and notes its device in `*index`. False: the call takes the Python path.
 // `cpu_ok`: a CPU tensor of any size belongs here (index lists, copies; else only 0-dim CPU tensors);
 // `mixed_ok`: so do other neuron devices (copies); `written`: the op writes it (out=, in-place self), so

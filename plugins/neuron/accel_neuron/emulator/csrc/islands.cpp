@@ -193,9 +193,7 @@ at::Tensor view_in_kind(const at::Tensor& t) {
 }
 
 void python_island(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool autograd) {
-  slow_calls.fetch_add(1, std::memory_order_relaxed);
-  op.redispatchBoxed(
-      c10::DispatchKeySet(autograd ? c10::DispatchKey::AutogradPrivateUse3 : c10::DispatchKey::PrivateUse3), stack);
+  hand_to_python(op, stack, autograd ? c10::DispatchKey::AutogradPrivateUse3 : c10::DispatchKey::PrivateUse3);
 }
 
 void island(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool autograd) {

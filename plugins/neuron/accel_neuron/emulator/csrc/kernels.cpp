@@ -35,11 +35,6 @@ std::atomic<int64_t> slow_calls{0};
 
 namespace {
 
-void slow(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  slow_calls.fetch_add(1, std::memory_order_relaxed);
-  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::PrivateUse3), stack);
-}
-
 // The boxed result `out` of the CPU kernel as the op's result on device `index` (`lent`: the call's views).
 c10::IValue wrap(c10::IValue&& out, int index, const LentViews& lent) {
   if (out.isTensor()) return as_neuron_result(out.toTensor(), index, lent);
@@ -56,7 +51,7 @@ c10::IValue wrap(c10::IValue&& out, int index, const LentViews& lent) {
 void view_kernel(const c10::OperatorHandle& op, const Plan& plan, torch::jit::Stack* stack) {
   const c10::IValue& self = (*stack)[stack->size() - plan.nargs];
   if (!self.isTensor() || self.toTensor().device().type() != kNeuron) {
-    slow(op, stack);  // the Python kernel raises the device error
+    hand_to_python(op, stack);  // the Python kernel raises the device error
     return;
   }
   fast_calls.fetch_add(1, std::memory_order_relaxed);
@@ -195,24 +190,24 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     return;
   }
   if (!plan.fast) {
-    slow(op, stack);
+    hand_to_python(op, stack);
     return;
   }
   const size_t base = stack->size() - plan.nargs;
   const Checked c = check_args(plan, *stack, base);
   // The result's device: a device argument decides, else the neuron arguments'.
   const int out_index = c.asked >= 0 ? c.asked : c.index;
-  if (!c.fast || out_index < 0) return slow(op, stack);  // nothing on neuron: Python picks the current device
+  if (!c.fast || out_index < 0) return hand_to_python(op, stack);  // nothing on neuron: Python picks the current device
   at::Generator generator;
   if (c.needs_generator) {
     generator = default_cpu_generator(out_index);
-    if (!generator.defined()) return slow(op, stack);
+    if (!generator.defined()) return hand_to_python(op, stack);
   }
 
   // Random with no generator argument: the device's stream swapped in. On the heap: a SwappedIn holds
   // two generator states (5 KB), which an optional on the stack zeroed on every call of every op.
   std::unique_ptr<SwappedIn> swapped;
-  if (plan.seeded && !(swapped = std::make_unique<SwappedIn>(out_index))->ok()) return slow(op, stack);
+  if (plan.seeded && !(swapped = std::make_unique<SwappedIn>(out_index))->ok()) return hand_to_python(op, stack);
 
   c10::SmallVector<c10::IValue, 8> orig(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
   LentViews lent;
@@ -251,7 +246,7 @@ void fast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     if (swapped) swapped->rewind();  // the Python kernel draws from where this call started
     stack->resize(base);
     stack->insert(stack->end(), orig.begin(), orig.end());
-    slow(op, stack);
+    hand_to_python(op, stack);
   }
 }
 
